@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type OutpostConfig } from '../core/config.js';
+import { isServiceError } from '../core/errors.js';
+import { systemClock } from '../core/time.js';
+import { Store } from '../store/store.js';
+import { Catalog } from '../store/catalog.js';
+import { Registry } from '../pipeline/registry.js';
+import { assetView, deviceWithAssetsView, tokenView } from '../pipeline/views.js';
+import { createLogger } from '../ops/logger.js';
+import { Daemon } from '../daemon.js';
+import { programVersion } from '../version.js';
+import { formatTable } from './table.js';
+
+const USAGE = `usage: outpost <command> [options]
+
+  run [--config FILE] [--data DIR]                  start the daemon
+  device create --name N [--title T] [--json]       register a device; prints its ID and token (once)
+  device list [--json]
+  device show <DeviceID> [--json]
+  device delete <DeviceID>
+  device token <DeviceID> [--json]                  issue a new device token, revoking the old one
+  asset create <DeviceID> --name N --is sensor|actuator|virtual|config --profile '<json>' [--json]
+  asset list <DeviceID> [--json]
+  token create --name N --scopes read,command,admin [--json]
+  token list [--json]
+  token revoke <TokenID>
+  state get <DeviceID> <AssetName> [--json]
+  codec check|decode|encode ...                      see docs/codecs.md
+
+Every command takes --data DIR and --config FILE (or OUTPOST_CONFIG / OUTPOST_DATA_DIR).`;
+
+class UsageError extends Error {}
+
+const write = (text: string) => process.stdout.write(text + '\n');
+
+function configFrom(values: { config?: string; data?: string }): OutpostConfig {
+  return loadConfig({ file: values.config, dataDir: values.data });
+}
+
+async function runDaemon(config: OutpostConfig): Promise<number> {
+  const logger = createLogger(config.log.level);
+  const daemon = new Daemon(config, logger);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    daemon
+      .stop()
+      .then(() => {
+        logger.info('stopped');
+        logger.flush();
+        process.exitCode = 0;
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        logger.flush();
+        process.exitCode = 1;
+      });
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  const ports = await daemon.start();
+  logger.info({ ports, version: programVersion(), dataDir: config.dataDir, role: config.role }, 'ready');
+  return 0;
+}
+
+/** Management commands open the same database as the daemon; the daemon notices their commits. */
+function withRegistry<T>(config: OutpostConfig, work: (registry: Registry, store: Store) => T): T {
+  const store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+  try {
+    return work(new Registry(new Catalog(store), systemClock, config.limits), store);
+  } finally {
+    store.close();
+  }
+}
+
+function requireArg(positionals: string[], index: number, what: string): string {
+  const v = positionals[index];
+  if (!v) throw new UsageError(`missing ${what}`);
+  return v;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === '--version' || argv[0] === '-v') {
+    write(programVersion());
+    return 0;
+  }
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    write(USAGE);
+    return command ? 0 : 2;
+  }
+  if (command === 'codec') {
+    const { runCodecCommand } = await import('./codec-commands.js');
+    return runCodecCommand(rest, write);
+  }
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      data: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      name: { type: 'string' },
+      title: { type: 'string' },
+      is: { type: 'string' },
+      profile: { type: 'string' },
+      scopes: { type: 'string' },
+    },
+  });
+  const config = configFrom(values);
+  const [sub] = positionals;
+  const json = values.json === true;
+  const show = (data: unknown, human: () => string) => write(json ? JSON.stringify(data, null, 2) : human());
+
+  switch (`${command} ${command === 'run' ? '' : (sub ?? '')}`.trim()) {
+    case 'run':
+      return runDaemon(config);
+    case 'device create':
+      return withRegistry(config, (registry) => {
+        const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title });
+        show({ id: device.id, token }, () => `device ${device.id} created\ntoken: ${token}\n(the token is shown only now; keep it)`);
+        return 0;
+      });
+    case 'device list':
+      return withRegistry(config, (_r, store) => {
+        const devices = store.listDevices();
+        show(
+          devices.map((d) => deviceWithAssetsView(d, store)),
+          () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.countAssets(d.id), new Date(d.createdOn).toISOString()])),
+        );
+        return 0;
+      });
+    case 'device show':
+      return withRegistry(config, (registry, store) => {
+        const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
+        const view = deviceWithAssetsView(device, store);
+        show(view, () =>
+          [
+            `device ${view.id}  name: ${view.name}  created: ${view.createdOn}`,
+            '',
+            formatTable(['ASSET', 'IS', 'TYPE', 'VALUE', 'AT'], view.assets.map((a) => [a.name, a.is, String(a.profile.type), a.state ? JSON.stringify(a.state.value) : null, a.state?.at])),
+          ].join('\n'),
+        );
+        return 0;
+      });
+    case 'device delete':
+      return withRegistry(config, (registry) => {
+        const id = requireArg(positionals, 1, '<DeviceID>');
+        registry.deleteDevice(id);
+        show({ deleted: id }, () => `device ${id} deleted`);
+        return 0;
+      });
+    case 'device token':
+      return withRegistry(config, (registry) => {
+        const result = registry.rotateDeviceToken(requireArg(positionals, 1, '<DeviceID>'));
+        show({ id: result.tokenId, token: result.token }, () => `new device token: ${result.token}\n(previous device tokens are revoked)`);
+        return 0;
+      });
+    case 'asset create':
+      return withRegistry(config, (registry, store) => {
+        const deviceId = requireArg(positionals, 1, '<DeviceID>');
+        if (!values.profile) throw new UsageError('missing --profile');
+        let profile: unknown;
+        try {
+          profile = JSON.parse(values.profile);
+        } catch {
+          throw new UsageError('--profile must be JSON, e.g. \'{"type":"integer"}\'');
+        }
+        const asset = registry.createAsset(deviceId, { name: values.name, is: values.is ?? 'sensor', profile, title: values.title });
+        show(assetView(asset, store), () => `asset ${asset.name} (${asset.id}) created on device ${deviceId}`);
+        return 0;
+      });
+    case 'asset list':
+      return withRegistry(config, (registry, store) => {
+        const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
+        const assets = store.listAssets(device.id).map((a) => assetView(a, store));
+        show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
+        return 0;
+      });
+    case 'token create':
+      return withRegistry(config, (registry) => {
+        const { token, secret } = registry.createAppToken({ name: values.name, scopes: values.scopes });
+        show({ id: token.id, token: secret }, () => `token ${token.id} created with scopes ${token.scopes.join(',')}\ntoken: ${secret}\n(the token is shown only now; keep it)`);
+        return 0;
+      });
+    case 'token list':
+      return withRegistry(config, (_r, store) => {
+        const tokens = store.listTokens().map(tokenView);
+        show(tokens, () => formatTable(['ID', 'KIND', 'NAME', 'DEVICE', 'SCOPES', 'REVOKED'], tokens.map((t) => [t.id, t.kind, t.name, t.deviceId, t.scopes.join(','), t.revokedOn])));
+        return 0;
+      });
+    case 'token revoke':
+      return withRegistry(config, (registry) => {
+        const id = requireArg(positionals, 1, '<TokenID>');
+        registry.revokeToken(id);
+        show({ revoked: id }, () => `token ${id} revoked`);
+        return 0;
+      });
+    case 'state get':
+      return withRegistry(config, (registry, store) => {
+        const deviceId = requireArg(positionals, 1, '<DeviceID>');
+        const name = requireArg(positionals, 2, '<AssetName>');
+        registry.requireDevice(deviceId);
+        const asset = store.getAssetByName(deviceId, name);
+        if (!asset) throw new UsageError(`asset "${name}" not found on device ${deviceId}`);
+        const latest = store.latestState(asset.id);
+        const state = latest ? { value: JSON.parse(latest.valueJson) as unknown, at: new Date(latest.at).toISOString() } : null;
+        show({ id: asset.id, state }, () => (state ? `${name} = ${JSON.stringify(state.value)}  at ${state.at}` : `${name} has no state yet`));
+        return 0;
+      });
+    default:
+      throw new UsageError(`unknown command: ${argv.slice(0, 2).join(' ')}`);
+  }
+}
+
+main(process.argv.slice(2))
+  .then((code) => {
+    if (code !== 0) process.exitCode = code;
+  })
+  .catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`outpost: invalid configuration: ${err.message}\n`);
+      process.exitCode = 2;
+    } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`outpost: ${(err as Error).message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+    } else if (isServiceError(err)) {
+      process.stderr.write(`outpost: ${err.message} (${err.code})\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`outpost: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  });

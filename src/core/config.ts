@@ -1,0 +1,188 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Ajv } from 'ajv';
+
+export interface OutpostConfig {
+  version: 1;
+  role: 'gateway' | 'central';
+  dataDir: string;
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  http: { enabled: boolean; host: string; port: number; bodyLimit: number };
+  mqtt: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    payloadLimit: number;
+    tls: { enabled: boolean; port: number; cert: string | null; key: string | null };
+  };
+  limits: {
+    rate: number;
+    burst: number;
+    assetsPerDevice: number;
+    historyPerAsset: number;
+    historyDays: number;
+    rawUplinksPerDevice: number;
+  };
+  store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number };
+  codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
+}
+
+/** Embedded defaults: `npm start` with no file runs on these (documented key by key in docs/configuration.md). */
+export const DEFAULT_CONFIG: OutpostConfig = {
+  version: 1,
+  role: 'gateway',
+  dataDir: './data',
+  log: { level: 'info' },
+  http: { enabled: true, host: '0.0.0.0', port: 8080, bodyLimit: 65536 },
+  mqtt: {
+    enabled: true,
+    host: '0.0.0.0',
+    port: 1883,
+    payloadLimit: 65536,
+    tls: { enabled: false, port: 8883, cert: null, key: null },
+  },
+  limits: {
+    rate: 1000,
+    burst: 5000,
+    assetsPerDevice: 1024,
+    historyPerAsset: 10000,
+    historyDays: 30,
+    rawUplinksPerDevice: 100,
+  },
+  store: { synchronous: 'normal', pruneIntervalSeconds: 60 },
+  codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
+};
+
+const port = { type: 'integer', minimum: 0, maximum: 65535 };
+const positive = { type: 'integer', minimum: 1 };
+const nonNegative = { type: 'integer', minimum: 0 };
+const strict = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties });
+
+const CONFIG_SCHEMA = strict({
+  version: { const: 1 },
+  role: { enum: ['gateway', 'central'] },
+  dataDir: { type: 'string', minLength: 1 },
+  log: strict({ level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } }),
+  http: strict({ enabled: { type: 'boolean' }, host: { type: 'string', minLength: 1 }, port, bodyLimit: positive }),
+  mqtt: strict({
+    enabled: { type: 'boolean' },
+    host: { type: 'string', minLength: 1 },
+    port,
+    payloadLimit: positive,
+    tls: strict({
+      enabled: { type: 'boolean' },
+      port,
+      cert: { type: ['string', 'null'] },
+      key: { type: ['string', 'null'] },
+    }),
+  }),
+  limits: strict({
+    rate: nonNegative,
+    burst: positive,
+    assetsPerDevice: positive,
+    historyPerAsset: positive,
+    historyDays: positive,
+    rawUplinksPerDevice: positive,
+  }),
+  store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive }),
+  codec: strict({
+    js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
+  }),
+});
+
+/** An invalid configuration; the daemon exits 2 with this message, which names the key and the rule. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Json = Record<string, unknown>;
+
+function merge(base: Json, override: Json): Json {
+  const out: Json = { ...base };
+  for (const [k, v] of Object.entries(override)) {
+    const b = base[k];
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b) ? merge(b as Json, v as Json) : v;
+  }
+  return out;
+}
+
+function setPath(target: Json, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (!node[key] || typeof node[key] !== 'object') node[key] = {};
+    node = node[key] as Json;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+/** Environment overrides of contract §11, applied above the config file. */
+const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
+  ['OUTPOST_DATA_DIR', ['dataDir'], 'string'],
+  ['OUTPOST_HTTP_PORT', ['http', 'port'], 'integer'],
+  ['OUTPOST_MQTT_PORT', ['mqtt', 'port'], 'integer'],
+  ['OUTPOST_LOG_LEVEL', ['log', 'level'], 'string'],
+  ['OUTPOST_ROLE', ['role'], 'string'],
+  ['OUTPOST_RATE_LIMIT', ['limits', 'rate'], 'integer'],
+];
+
+function envValue(name: string, raw: string, kind: 'string' | 'integer'): unknown {
+  if (kind === 'string') return raw;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be an integer, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+export interface ConfigSources {
+  /** `--config FILE`; falls back to OUTPOST_CONFIG. */
+  file?: string;
+  /** `--data DIR`; above every other source. */
+  dataDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
+  const env = sources.env ?? process.env;
+  let merged: Json = structuredClone(DEFAULT_CONFIG) as unknown as Json;
+  const file = sources.file ?? env.OUTPOST_CONFIG;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new ConfigError(`config file ${file}: not valid JSON (${(err as Error).message})`);
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${file}: must be a JSON object`);
+    merged = merge(merged, parsed as Json);
+  }
+  for (const [name, path, kind] of ENV_OVERRIDES) {
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') setPath(merged, path, envValue(name, raw, kind));
+  }
+  if (sources.dataDir) merged.dataDir = sources.dataDir;
+  validateConfig(merged);
+  const config = merged as unknown as OutpostConfig;
+  config.dataDir = resolve(config.dataDir);
+  return config;
+}
+
+export function validateConfig(candidate: unknown): asserts candidate is OutpostConfig {
+  const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+  const validate = ajv.compile(CONFIG_SCHEMA);
+  if (validate(candidate)) return;
+  const e = validate.errors![0]!;
+  const key = e.instancePath.slice(1).replaceAll('/', '.') || '(top level)';
+  const p = e.params as Record<string, unknown>;
+  const rule =
+    e.keyword === 'additionalProperties'
+      ? `unknown key ${JSON.stringify(p.additionalProperty)} (additionalProperties)`
+      : e.keyword === 'enum'
+        ? `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')} (enum)`
+        : `${e.message} (${e.keyword})`;
+  throw new ConfigError(`config key ${key}: ${rule}`);
+}

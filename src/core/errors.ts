@@ -1,0 +1,64 @@
+/** Machine codes of every refusal the service makes; HTTP statuses and MQTT error messages carry them. */
+export const ErrorCodes = {
+  INVALID_JSON: 400,
+  INVALID_CBOR: 400,
+  INVALID_BODY: 400,
+  INVALID_MESSAGE: 400,
+  INVALID_TIMESTAMP: 400,
+  INVALID_NAME: 400,
+  INVALID_PROFILE: 400,
+  INVALID_QUERY: 400,
+  ASSET_EXISTS: 400,
+  TOO_MANY_ASSETS: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  DEVICE_NOT_FOUND: 404,
+  ASSET_NOT_FOUND: 404,
+  TOKEN_NOT_FOUND: 404,
+  NO_STATE: 404,
+  METHOD_NOT_ALLOWED: 405,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  PROFILE_MISMATCH: 422,
+  NOT_ACTUATOR: 422,
+  DECODE_FAILED: 422,
+  CODEC_INVALID: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  STORAGE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+/** A refusal as a value: the doors turn it into an HTTP error body or an `errors` topic message. */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Seconds, for 429 and 503. */
+  readonly retryAfter?: number;
+  /** Extra members of the HTTP error body (e.g. the per-asset refusals of a device state). */
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: { retryAfter?: number; details?: Record<string, unknown> } = {}) {
+    super(message);
+    this.name = 'ServiceError';
+    this.code = code;
+    this.status = ErrorCodes[code];
+    this.retryAfter = options.retryAfter;
+    this.details = options.details;
+  }
+}
+
+export function isServiceError(err: unknown): err is ServiceError {
+  return err instanceof ServiceError;
+}
+
+/** SQLite failures that mean "try again later" rather than "your request is wrong". */
+export function storageError(err: unknown): ServiceError | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^SQLITE_(FULL|BUSY|LOCKED|IOERR|CANTOPEN|READONLY|NOMEM)/.test(code)) {
+    return new ServiceError('STORAGE_UNAVAILABLE', `storage unavailable (${code})`, { retryAfter: 5 });
+  }
+  return undefined;
+}

@@ -1,0 +1,136 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { OutpostConfig } from './core/config.js';
+import { RateLimiter } from './core/rate-limit.js';
+import { systemClock, type Clock } from './core/time.js';
+import { Store } from './store/store.js';
+import { Catalog } from './store/catalog.js';
+import { StateWriter } from './pipeline/state-writer.js';
+import { StatePipeline } from './pipeline/ingest.js';
+import { Registry } from './pipeline/registry.js';
+import { CommandRouter } from './pipeline/commands.js';
+import { DeviceStateDecoder } from './pipeline/decoders.js';
+import { HistoryPruner } from './pipeline/retention.js';
+import { MetricsRegistry } from './ops/metrics.js';
+import type { Logger } from './ops/logger.js';
+import { createHttpServer } from './transport/http/server.js';
+import { apiRoutes } from './transport/http/routes.js';
+import { programVersion } from './version.js';
+
+export interface DaemonPorts {
+  http?: number;
+}
+
+/**
+ * Wires the store, the pipeline and the doors together, and takes them apart again in order on
+ * shutdown: stop accepting, finish what is in flight, commit, close the database.
+ */
+export class Daemon {
+  readonly config: OutpostConfig;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly store: Store;
+  readonly catalog: Catalog;
+  readonly writer: StateWriter;
+  readonly pipeline: StatePipeline;
+  readonly registry: Registry;
+  readonly commands: CommandRouter;
+  readonly metrics = new MetricsRegistry();
+  readonly rateLimiter: RateLimiter;
+  readonly decoders = new DeviceStateDecoder();
+  readonly #pruner: HistoryPruner;
+  readonly #startedAt: number;
+  #http: Server | undefined;
+  #timers: NodeJS.Timeout[] = [];
+
+  constructor(config: OutpostConfig, logger: Logger, clock: Clock = systemClock) {
+    this.config = config;
+    this.logger = logger;
+    this.clock = clock;
+    this.#startedAt = clock.now();
+    this.store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+    this.catalog = new Catalog(this.store);
+    const commitMicros = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
+    this.writer = new StateWriter(this.store, { onCommit: (_n, micros) => commitMicros.observe(micros / 1e6) });
+    this.pipeline = new StatePipeline(this.catalog, this.writer, clock);
+    this.registry = new Registry(this.catalog, clock, config.limits);
+    this.commands = new CommandRouter(this.catalog, this.pipeline, clock);
+    this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
+    this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
+    this.#registerMetrics();
+  }
+
+  #registerMetrics(): void {
+    this.metrics.gauge('outpost_states_ingested_total', 'States accepted and stored since start', () => this.pipeline.statesAccepted);
+    this.metrics.gauge('outpost_states_refused_total', 'States refused (bad payload, profile mismatch, unknown asset) since start', () => this.pipeline.statesRefused);
+    this.metrics.gauge('outpost_commands_sent_total', 'Commands routed since start', () => this.commands.commandsSent);
+    this.metrics.gauge('outpost_store_bytes', 'Size of the SQLite database and its WAL on disk', () => this.store.sizeBytes());
+    this.metrics.gauge('outpost_uptime_seconds', 'Seconds since the daemon started', () => (this.clock.now() - this.#startedAt) / 1000);
+    this.metrics.gauge('process_resident_memory_bytes', 'Resident set size', () => process.memoryUsage.rss());
+  }
+
+  health(): Record<string, unknown> {
+    return {
+      status: 'ok',
+      version: programVersion(),
+      role: this.config.role,
+      uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
+      schemaVersion: this.store.db.pragma('user_version', { simple: true }),
+    };
+  }
+
+  async start(): Promise<DaemonPorts> {
+    const ports: DaemonPorts = {};
+    if (this.config.http.enabled) {
+      const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
+      this.#http = createHttpServer({
+        routes: apiRoutes({
+          catalog: this.catalog,
+          registry: this.registry,
+          pipeline: this.pipeline,
+          commands: this.commands,
+          decoders: this.decoders,
+          health: () => this.health(),
+          metricsText: () => this.metrics.render(),
+        }),
+        catalog: this.catalog,
+        rateLimiter: this.rateLimiter,
+        clock: this.clock,
+        logger: this.logger,
+        bodyLimit: this.config.http.bodyLimit,
+        requestsByStatus,
+      });
+      ports.http = await listen(this.#http, this.config.http.port, this.config.http.host);
+    }
+    this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
+    this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
+    // Notices CLI changes (revoked tokens) even when no request arrives to trigger the check.
+    this.#timers.push(setInterval(() => this.catalog.syncWithDisk(), 250).unref());
+    return ports;
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.#timers) clearInterval(t);
+    if (this.#http) {
+      const server = this.#http;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // Requests still running after 10 s are cut off rather than holding shutdown forever.
+      const deadline = setTimeout(() => server.closeAllConnections(), 10_000).unref();
+      await closed;
+      clearTimeout(deadline);
+    }
+    this.writer.flush();
+    this.store.close();
+  }
+}
+
+function listen(server: Server | import('node:net').Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}

@@ -1,0 +1,106 @@
+/**
+ * A small Prometheus text-format registry. The daemon exposes a dozen series; a full client
+ * library would cost more start-up time and memory on a Pi than these few lines.
+ */
+type Labels = Record<string, string>;
+
+function labelText(labels: Labels): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  return parts.length ? `{${parts.join(',')}}` : '';
+}
+
+interface Series {
+  render(): string;
+}
+
+export class Counter implements Series {
+  readonly #values = new Map<string, number>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  inc(labels: Labels = {}, by = 1): void {
+    const key = labelText(labels);
+    this.#values.set(key, (this.#values.get(key) ?? 0) + by);
+  }
+
+  get(labels: Labels = {}): number {
+    return this.#values.get(labelText(labels)) ?? 0;
+  }
+
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
+    if (this.#values.size === 0) lines.push(`${this.name} 0`);
+    for (const [key, value] of this.#values) lines.push(`${this.name}${key} ${value}`);
+    return lines.join('\n');
+  }
+}
+
+/** A gauge read when scraped, so nothing has to keep it up to date. */
+export class Gauge implements Series {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly read: () => number | Array<[Labels, number]>,
+  ) {}
+
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    const value = this.read();
+    if (typeof value === 'number') lines.push(`${this.name} ${value}`);
+    else for (const [labels, v] of value) lines.push(`${this.name}${labelText(labels)} ${v}`);
+    return lines.join('\n');
+  }
+}
+
+export class Histogram implements Series {
+  readonly #counts: number[];
+  #sum = 0;
+  #count = 0;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[],
+  ) {
+    this.#counts = buckets.map(() => 0);
+  }
+
+  observe(value: number): void {
+    this.#sum += value;
+    this.#count++;
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) this.#counts[i]!++;
+  }
+
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{le="${b}"} ${this.#counts[i]}`));
+    lines.push(`${this.name}_bucket{le="+Inf"} ${this.#count}`, `${this.name}_sum ${this.#sum}`, `${this.name}_count ${this.#count}`);
+    return lines.join('\n');
+  }
+}
+
+export class MetricsRegistry {
+  readonly #series: Series[] = [];
+
+  counter(name: string, help: string): Counter {
+    return this.#add(new Counter(name, help));
+  }
+
+  gauge(name: string, help: string, read: Gauge['read']): Gauge {
+    return this.#add(new Gauge(name, help, read));
+  }
+
+  histogram(name: string, help: string, buckets: readonly number[]): Histogram {
+    return this.#add(new Histogram(name, help, buckets));
+  }
+
+  #add<S extends Series>(series: S): S {
+    this.#series.push(series);
+    return series;
+  }
+
+  render(): string {
+    return this.#series.map((s) => s.render()).join('\n') + '\n';
+  }
+}

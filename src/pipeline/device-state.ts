@@ -1,0 +1,39 @@
+import { Decoder } from 'cbor-x';
+import { ServiceError } from '../core/errors.js';
+import { isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
+
+/**
+ * The members of a JSON device state message (spec 2.4): asset name → `{value, at?}`.
+ * A member that is not such an object is taken as the bare value, as MQTT asset states are.
+ */
+export function statesFromJsonObject(message: unknown, where: string): Record<string, StateInput> {
+  if (!isPlainObject(message)) throw new ServiceError('INVALID_MESSAGE', `${where}: a device state must be a JSON object of asset names`);
+  const states: Record<string, StateInput> = {};
+  for (const [name, member] of Object.entries(message)) states[name] = stateFromMessage(member, true, `${where}: asset "${name}"`);
+  return states;
+}
+
+export function statesFromJsonBytes(bytes: Uint8Array, where: string): Record<string, StateInput> {
+  return statesFromJsonObject(parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), where), where);
+}
+
+/** A JSON object, by its first non-blank byte: `auto` tries JSON only then (contract §5). */
+export function looksLikeJsonObject(bytes: Uint8Array): boolean {
+  for (const b of bytes) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    return b === 0x7b;
+  }
+  return false;
+}
+
+// Configuration only: with records off, cbor-x keeps no state between decodes.
+const CBOR_BODY_DECODER = new Decoder({ useRecords: false, mapsAsObjects: true });
+
+/** Decodes a CBOR body into plain JSON-like data (used for CBOR request bodies other than device states). */
+export function decodeCborBody(bytes: Uint8Array, where: string): unknown {
+  try {
+    return CBOR_BODY_DECODER.decode(bytes);
+  } catch (err) {
+    throw new ServiceError('INVALID_CBOR', `${where}: not valid CBOR (${(err as Error).message})`);
+  }
+}

@@ -1,0 +1,190 @@
+import { EventEmitter } from 'node:events';
+import { ServiceError } from '../core/errors.js';
+import { assetNameProblem, type TokenKind } from '../core/ids.js';
+import { normalizeProfile } from '../core/profiles.js';
+import type { Clock } from '../core/time.js';
+import type { Catalog } from '../store/catalog.js';
+import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../store/store.js';
+import { isPlainObject, member } from './messages.js';
+
+function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
+  const v = member(body, key);
+  if (v === undefined || v === null) return v as null | undefined;
+  if (typeof v !== 'string') throw new ServiceError('INVALID_BODY', `"${key}" must be a string or null`);
+  return v;
+}
+
+function requireObject(body: unknown, what: string): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', `${what} must be a JSON object`);
+  return body;
+}
+
+function parseKind(raw: unknown): AssetKind {
+  const kind = typeof raw === 'string' ? raw.toLowerCase() : raw;
+  if (!(ASSET_KINDS as readonly unknown[]).includes(kind)) throw new ServiceError('INVALID_BODY', `"is" must be one of ${ASSET_KINDS.join(', ')}`);
+  return kind as AssetKind;
+}
+
+export function parseScopes(raw: unknown): Scope[] {
+  const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw;
+  if (!Array.isArray(list) || list.length === 0 || !list.every((s) => (SCOPES as readonly unknown[]).includes(s))) {
+    throw new ServiceError('INVALID_BODY', `"scopes" must be a non-empty list of ${SCOPES.join(', ')}`);
+  }
+  return [...new Set(list as Scope[])];
+}
+
+type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord] };
+
+/**
+ * Devices, assets and tokens: the rules for creating and changing them, shared by the HTTP API
+ * and the CLI so both refuse the same things with the same messages.
+ */
+export class Registry extends EventEmitter<RegistryEvents> {
+  readonly #catalog: Catalog;
+  readonly #clock: Clock;
+  readonly #assetsPerDevice: number;
+
+  constructor(catalog: Catalog, clock: Clock, limits: { assetsPerDevice: number }) {
+    super();
+    this.#catalog = catalog;
+    this.#clock = clock;
+    this.#assetsPerDevice = limits.assetsPerDevice;
+  }
+
+  get #store() {
+    return this.#catalog.store;
+  }
+
+  requireDevice(id: string): DeviceRecord {
+    const device = this.#catalog.device(id);
+    if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${id} not found`);
+    return device;
+  }
+
+  createDevice(body: unknown): { device: DeviceRecord; token: string; tokenId: string } {
+    const b = requireObject(body ?? {}, 'device');
+    const name = member(b, 'name') ?? 'device';
+    if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
+    const created = this.#store.createDevice({ name, title: optionalText(b, 'title'), description: optionalText(b, 'description') }, this.#clock.now());
+    this.#catalog.invalidate();
+    return created;
+  }
+
+  updateDevice(id: string, body: unknown): DeviceRecord {
+    this.requireDevice(id);
+    const b = requireObject(body, 'device');
+    const fields: { name?: string; title?: string | null; description?: string | null } = {};
+    const name = member(b, 'name');
+    if (name !== undefined) {
+      if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
+      fields.name = name;
+    }
+    const title = optionalText(b, 'title');
+    if (title !== undefined) fields.title = title;
+    const description = optionalText(b, 'description');
+    if (description !== undefined) fields.description = description;
+    this.#store.updateDevice(id, fields, this.#clock.now());
+    this.#catalog.invalidate();
+    return this.requireDevice(id);
+  }
+
+  deleteDevice(id: string): void {
+    this.requireDevice(id);
+    const tokens = this.#store.listTokens().filter((t) => t.deviceId === id && t.revokedOn === null);
+    this.#store.deleteDevice(id);
+    this.#catalog.invalidate();
+    for (const t of tokens) this.emit('tokenRevoked', t.id);
+    this.emit('deviceDeleted', id);
+  }
+
+  /** POST .../assets: a new asset; an existing name is 400 ASSET_EXISTS (the cloud SDKs rely on it). */
+  createAsset(deviceId: string, body: unknown): AssetRecord {
+    this.requireDevice(deviceId);
+    const b = requireObject(body, 'asset');
+    const name = member(b, 'name');
+    const problem = assetNameProblem(name);
+    if (problem) throw new ServiceError('INVALID_NAME', `"name" ${problem}`);
+    if (this.#store.getAssetByName(deviceId, name as string)) {
+      throw new ServiceError('ASSET_EXISTS', `asset "${name as string}" already exists on device ${deviceId}`);
+    }
+    return this.#insertAsset(deviceId, name as string, b, member(b, 'is'));
+  }
+
+  /** PUT .../asset/<name>: create or update; `is` defaults to sensor on create and stays on update. */
+  upsertAsset(deviceId: string, name: string, body: unknown): { asset: AssetRecord; created: boolean } {
+    this.requireDevice(deviceId);
+    const b = requireObject(body, 'asset');
+    const bodyName = member(b, 'name');
+    if (bodyName !== undefined && bodyName !== name) throw new ServiceError('INVALID_BODY', `"name" ${JSON.stringify(bodyName)} must equal the path's asset name "${name}"`);
+    const problem = assetNameProblem(name);
+    if (problem) throw new ServiceError('INVALID_NAME', `asset name ${problem}`);
+    const existing = this.#store.getAssetByName(deviceId, name);
+    if (!existing) return { asset: this.#insertAsset(deviceId, name, b, member(b, 'is') ?? 'sensor'), created: true };
+    const next: AssetRecord = { ...existing };
+    const is = member(b, 'is');
+    if (is !== undefined) next.is = parseKind(is);
+    const profile = member(b, 'profile');
+    if (profile !== undefined) next.profile = normalizeProfile(profile);
+    const title = optionalText(b, 'title');
+    if (title !== undefined) next.title = title;
+    const description = optionalText(b, 'description');
+    if (description !== undefined) next.description = description;
+    const updated = this.#store.updateAsset(next, this.#clock.now());
+    this.#catalog.invalidate();
+    return { asset: updated, created: false };
+  }
+
+  #insertAsset(deviceId: string, name: string, b: Record<string, unknown>, is: unknown): AssetRecord {
+    const kind = parseKind(is);
+    const rawProfile = member(b, 'profile');
+    if (rawProfile === undefined) throw new ServiceError('INVALID_PROFILE', '"profile" is required');
+    const profile = normalizeProfile(rawProfile);
+    if (this.#store.countAssets(deviceId) >= this.#assetsPerDevice) {
+      throw new ServiceError('TOO_MANY_ASSETS', `device ${deviceId} already has the maximum of ${this.#assetsPerDevice} assets`);
+    }
+    const asset = this.#store.createAsset(
+      { deviceId, name, is: kind, profile, title: optionalText(b, 'title') ?? null, description: optionalText(b, 'description') ?? null },
+      this.#clock.now(),
+    );
+    this.#catalog.invalidate();
+    return asset;
+  }
+
+  deleteAsset(deviceId: string, name: string): void {
+    this.requireDevice(deviceId);
+    const asset = this.#store.getAssetByName(deviceId, name);
+    if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${name}" not found on device ${deviceId}`);
+    this.#store.deleteAsset(asset.id);
+    this.#catalog.invalidate();
+    this.emit('assetDeleted', asset);
+  }
+
+  createAppToken(body: unknown): { token: TokenRecord; secret: string } {
+    const b = requireObject(body, 'token');
+    const name = member(b, 'name');
+    if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
+    const kind = (member(b, 'kind') ?? 'app') as TokenKind;
+    if (kind !== 'app') throw new ServiceError('INVALID_BODY', '"kind" must be "app" (device tokens come with their device)');
+    const created = this.#store.createToken({ kind, name, deviceId: null, scopes: parseScopes(member(b, 'scopes')) }, this.#clock.now());
+    this.#catalog.invalidate();
+    return created;
+  }
+
+  revokeToken(id: string): void {
+    if (!this.#store.revokeToken(id, this.#clock.now())) {
+      const token = this.#store.getToken(id);
+      if (!token) throw new ServiceError('TOKEN_NOT_FOUND', `token ${id} not found`);
+      return; // already revoked: revoking is idempotent
+    }
+    this.#catalog.invalidate();
+    this.emit('tokenRevoked', id);
+  }
+
+  rotateDeviceToken(deviceId: string): { tokenId: string; token: string } {
+    const device = this.requireDevice(deviceId);
+    const { token, secret, revoked } = this.#store.rotateDeviceToken(deviceId, device.name, this.#clock.now());
+    this.#catalog.invalidate();
+    for (const id of revoked) this.emit('tokenRevoked', id);
+    return { tokenId: token.id, token: secret };
+  }
+}

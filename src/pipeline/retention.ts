@@ -1,0 +1,39 @@
+import type { Clock } from '../core/time.js';
+import type { Logger } from '../ops/logger.js';
+import type { Store } from '../store/store.js';
+import type { StatePipeline } from './ingest.js';
+
+/**
+ * History retention (contract §7) in the background, never on the hot path: assets that received
+ * states since the last run are trimmed to their newest N states, and everything past the age
+ * limit goes.
+ */
+export class HistoryPruner {
+  readonly #touched = new Set<string>();
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #limits: { historyPerAsset: number; historyDays: number };
+  readonly #logger: Logger;
+
+  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: { historyPerAsset: number; historyDays: number }, logger: Logger) {
+    this.#store = store;
+    this.#clock = clock;
+    this.#limits = limits;
+    this.#logger = logger;
+    pipeline.on('state', (event) => this.#touched.add(event.asset.id));
+  }
+
+  run(): number {
+    const assets = [...this.#touched];
+    this.#touched.clear();
+    try {
+      const removed = this.#store.pruneHistory(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset);
+      if (removed > 0) this.#logger.debug({ removed }, 'history pruned');
+      return removed;
+    } catch (err) {
+      this.#logger.warn({ err }, 'history pruning failed; will retry');
+      for (const id of assets) this.#touched.add(id);
+      return 0;
+    }
+  }
+}

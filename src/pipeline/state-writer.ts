@@ -1,0 +1,56 @@
+import { storageError } from '../core/errors.js';
+import type { Store, StoredState } from '../store/store.js';
+
+interface PendingBatch {
+  states: StoredState[];
+  waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
+}
+
+/**
+ * Group commit: every state written during one turn of the event loop goes into one SQLite
+ * transaction, and each writer's promise settles only after that commit. HTTP replies and MQTT
+ * PUBACKs wait on it, so an acknowledged state is on disk, at the cost of one commit per batch
+ * instead of one per message.
+ */
+export class StateWriter {
+  readonly #store: Store;
+  readonly #maxBatch: number;
+  #pending: PendingBatch | null = null;
+  #onCommit: ((count: number, micros: number) => void) | undefined;
+
+  constructor(store: Store, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
+    this.#store = store;
+    this.#maxBatch = options.maxBatch ?? 5000;
+    this.#onCommit = options.onCommit;
+  }
+
+  write(states: StoredState[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let batch = this.#pending;
+      if (!batch) {
+        batch = this.#pending = { states: [], waiters: [] };
+        setImmediate(() => this.flush());
+      }
+      for (const s of states) batch.states.push(s);
+      batch.waiters.push({ resolve, reject });
+      if (batch.states.length >= this.#maxBatch) this.flush();
+    });
+  }
+
+  /** Commits what is pending now; also called on shutdown so nothing queued is dropped. */
+  flush(): void {
+    const batch = this.#pending;
+    if (!batch) return;
+    this.#pending = null;
+    const started = process.hrtime.bigint();
+    try {
+      this.#store.writeStates(batch.states);
+    } catch (err) {
+      const refusal = storageError(err) ?? err;
+      for (const w of batch.waiters) w.reject(refusal);
+      return;
+    }
+    this.#onCommit?.(batch.states.length, Number(process.hrtime.bigint() - started) / 1000);
+    for (const w of batch.waiters) w.resolve();
+  }
+}

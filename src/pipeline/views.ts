@@ -1,0 +1,53 @@
+import type { AssetRecord, DeviceRecord, Store, TokenRecord } from '../store/store.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export interface StateView {
+  value: unknown;
+  at: string;
+}
+
+/** The asset object of contract §3, the shape the cloud SDKs parse. */
+export function assetView(asset: AssetRecord, store: Store) {
+  const latest = store.latestState(asset.id);
+  return {
+    id: asset.id,
+    deviceId: asset.deviceId,
+    name: asset.name,
+    title: asset.title,
+    description: asset.description,
+    is: asset.is,
+    profile: asset.profile,
+    state: latest ? ({ value: JSON.parse(latest.valueJson), at: iso(latest.at) } as StateView) : null,
+    createdOn: iso(asset.createdOn),
+    updatedOn: iso(asset.updatedOn),
+  };
+}
+
+export function deviceView(device: DeviceRecord) {
+  return {
+    id: device.id,
+    name: device.name,
+    title: device.title,
+    description: device.description,
+    createdOn: iso(device.createdOn),
+    updatedOn: iso(device.updatedOn),
+  };
+}
+
+export function deviceWithAssetsView(device: DeviceRecord, store: Store) {
+  return { ...deviceView(device), assets: store.listAssets(device.id).map((a) => assetView(a, store)) };
+}
+
+/** Never includes the secret: only its hash is stored. */
+export function tokenView(token: TokenRecord) {
+  return {
+    id: token.id,
+    kind: token.kind,
+    name: token.name,
+    deviceId: token.deviceId,
+    scopes: token.scopes,
+    createdOn: iso(token.createdOn),
+    revokedOn: token.revokedOn === null ? null : iso(token.revokedOn),
+  };
+}

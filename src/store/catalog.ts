@@ -1,0 +1,112 @@
+import { EventEmitter } from 'node:events';
+import { hashToken, tokenKindOf } from '../core/ids.js';
+import type { Principal } from '../core/access.js';
+import { ProfileValidators, type ValueCheck } from '../core/profiles.js';
+import type { AssetRecord, DeviceRecord, Store } from './store.js';
+
+/** Misses are cached too (as null); a cap keeps a flood of unknown tokens or ids from growing memory. */
+const CACHE_LIMIT = 50_000;
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): V {
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
+export interface CachedAsset extends AssetRecord {
+  check: (value: unknown) => ValueCheck;
+}
+
+/**
+ * Read-through caches of devices, assets (with their compiled profile validators) and tokens, so the
+ * hot path does no SQL lookups. The CLI writes the same database from another process: every lookup
+ * first compares SQLite's `data_version`, and any commit from another connection empties the caches.
+ * That makes CLI-created devices usable, and CLI-revoked tokens refused, on the very next request.
+ */
+export class Catalog extends EventEmitter<{ externalChange: [] }> {
+  readonly store: Store;
+  readonly #validators = new ProfileValidators();
+  readonly #devices = new Map<string, DeviceRecord | null>();
+  readonly #assetsById = new Map<string, CachedAsset | null>();
+  readonly #assetsByName = new Map<string, CachedAsset | null>();
+  readonly #principals = new Map<string, Principal | null>();
+  #dataVersion: number;
+
+  constructor(store: Store) {
+    super();
+    this.store = store;
+    this.#dataVersion = store.dataVersion();
+  }
+
+  /** Drops every cache if another process committed; returns whether it did. */
+  syncWithDisk(): boolean {
+    const version = this.store.dataVersion();
+    if (version === this.#dataVersion) return false;
+    this.#dataVersion = version;
+    this.invalidate();
+    this.emit('externalChange');
+    return true;
+  }
+
+  /** Called after this process changes devices, assets or tokens. */
+  invalidate(): void {
+    this.#devices.clear();
+    this.#assetsById.clear();
+    this.#assetsByName.clear();
+    this.#principals.clear();
+  }
+
+  principalForSecret(secret: string): Principal | undefined {
+    this.syncWithDisk();
+    if (!tokenKindOf(secret)) return undefined;
+    const hash = hashToken(secret);
+    let principal = this.#principals.get(hash);
+    if (principal === undefined) {
+      const token = this.store.findTokenByHash(hash);
+      principal = token ? { tokenId: token.id, kind: token.kind, deviceId: token.deviceId, scopes: token.scopes } : null;
+      remember(this.#principals, hash, principal);
+    }
+    return principal ?? undefined;
+  }
+
+  /** Whether a token id is still live (used to close sessions of revoked tokens). */
+  isTokenLive(tokenId: string): boolean {
+    const token = this.store.getToken(tokenId);
+    return !!token && token.revokedOn === null;
+  }
+
+  device(id: string): DeviceRecord | undefined {
+    this.syncWithDisk();
+    let device = this.#devices.get(id);
+    if (device === undefined) {
+      device = this.store.getDevice(id) ?? null;
+      remember(this.#devices, id, device);
+    }
+    return device ?? undefined;
+  }
+
+  #withValidator(asset: AssetRecord | undefined): CachedAsset | null {
+    return asset ? { ...asset, check: this.#validators.validatorFor(asset.profile) } : null;
+  }
+
+  assetByName(deviceId: string, name: string): CachedAsset | undefined {
+    this.syncWithDisk();
+    const key = `${deviceId}/${name}`;
+    let asset = this.#assetsByName.get(key);
+    if (asset === undefined) {
+      asset = this.#withValidator(this.store.getAssetByName(deviceId, name));
+      remember(this.#assetsByName, key, asset);
+    }
+    return asset ?? undefined;
+  }
+
+  assetById(id: string): CachedAsset | undefined {
+    this.syncWithDisk();
+    let asset = this.#assetsById.get(id);
+    if (asset === undefined) {
+      asset = this.#withValidator(this.store.getAssetById(id));
+      remember(this.#assetsById, id, asset);
+    }
+    return asset ?? undefined;
+  }
+}

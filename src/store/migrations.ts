@@ -1,0 +1,89 @@
+import type { Database } from 'better-sqlite3';
+
+/**
+ * Forward-only schema migrations. The schema version is SQLite's `user_version`; each entry moves
+ * the database from version i to i+1 inside one transaction. Never edit a released entry: add one.
+ */
+export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
+  (db) =>
+    db.exec(`
+      CREATE TABLE devices (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        title TEXT,
+        description TEXT,
+        payload_format TEXT NOT NULL DEFAULT 'auto',
+        codec TEXT,
+        created_on INTEGER NOT NULL,
+        updated_on INTEGER NOT NULL
+      );
+      CREATE TABLE assets (
+        id TEXT PRIMARY KEY,
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        title TEXT,
+        description TEXT,
+        kind TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        created_on INTEGER NOT NULL,
+        updated_on INTEGER NOT NULL,
+        UNIQUE (device_id, name)
+      );
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        device_id TEXT REFERENCES devices(id) ON DELETE CASCADE,
+        scopes TEXT NOT NULL DEFAULT '',
+        created_on INTEGER NOT NULL,
+        revoked_on INTEGER
+      );
+      CREATE INDEX tokens_device ON tokens(device_id);
+      -- History: seq orders states received at the same 'at' (ties go to the last received).
+      CREATE TABLE states (
+        seq INTEGER PRIMARY KEY,
+        asset_id TEXT NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        value TEXT NOT NULL,
+        received_at INTEGER NOT NULL
+      );
+      CREATE INDEX states_asset_at ON states(asset_id, at, seq);
+      CREATE INDEX states_at ON states(at);
+      CREATE TABLE latest_states (
+        asset_id TEXT PRIMARY KEY REFERENCES assets(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        value TEXT NOT NULL
+      );
+      CREATE TABLE commands (
+        seq INTEGER PRIMARY KEY,
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        asset_id TEXT REFERENCES assets(id) ON DELETE CASCADE,
+        value TEXT NOT NULL,
+        meta TEXT,
+        at INTEGER NOT NULL,
+        source TEXT NOT NULL
+      );
+      CREATE INDEX commands_device ON commands(device_id, seq);
+    `),
+];
+
+export function schemaVersion(db: Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/** Applies every pending migration; refuses a database written by a newer Outpost. */
+export function migrate(db: Database): { from: number; to: number } {
+  const from = schemaVersion(db);
+  if (from > MIGRATIONS.length) {
+    throw new Error(`database schema version ${from} is newer than this Outpost supports (${MIGRATIONS.length}); upgrade Outpost`);
+  }
+  for (let version = from; version < MIGRATIONS.length; version++) {
+    db.transaction(() => {
+      MIGRATIONS[version]!(db);
+      db.pragma(`user_version = ${version + 1}`);
+    }).immediate();
+  }
+  return { from, to: MIGRATIONS.length };
+}

@@ -1,0 +1,399 @@
+import { mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
+import { migrate } from './migrations.js';
+import { newId, newTokenSecret, hashToken, type TokenKind } from '../core/ids.js';
+import type { Profile } from '../core/profiles.js';
+
+export type AssetKind = 'sensor' | 'actuator' | 'virtual' | 'config';
+export const ASSET_KINDS: readonly AssetKind[] = ['sensor', 'actuator', 'virtual', 'config'];
+export type Scope = 'read' | 'command' | 'admin';
+export const SCOPES: readonly Scope[] = ['read', 'command', 'admin'];
+
+export interface DeviceRecord {
+  id: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  payloadFormat: string;
+  codec: string | null;
+  createdOn: number;
+  updatedOn: number;
+}
+
+export interface AssetRecord {
+  id: string;
+  deviceId: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  is: AssetKind;
+  profile: Profile;
+  createdOn: number;
+  updatedOn: number;
+}
+
+export interface TokenRecord {
+  id: string;
+  kind: TokenKind;
+  name: string;
+  deviceId: string | null;
+  scopes: Scope[];
+  createdOn: number;
+  revokedOn: number | null;
+}
+
+/** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
+export interface StoredState {
+  assetId: string;
+  at: number;
+  valueJson: string;
+  receivedAt: number;
+}
+
+export interface HistoryPage {
+  data: Array<{ at: number; valueJson: string }>;
+  next: string | null;
+}
+
+type Row = Record<string, unknown>;
+
+function deviceFrom(row: Row): DeviceRecord {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    title: (row.title as string | null) ?? null,
+    description: (row.description as string | null) ?? null,
+    payloadFormat: row.payload_format as string,
+    codec: (row.codec as string | null) ?? null,
+    createdOn: row.created_on as number,
+    updatedOn: row.updated_on as number,
+  };
+}
+
+function assetFrom(row: Row): AssetRecord {
+  return {
+    id: row.id as string,
+    deviceId: row.device_id as string,
+    name: row.name as string,
+    title: (row.title as string | null) ?? null,
+    description: (row.description as string | null) ?? null,
+    is: row.kind as AssetKind,
+    profile: JSON.parse(row.profile as string) as Profile,
+    createdOn: row.created_on as number,
+    updatedOn: row.updated_on as number,
+  };
+}
+
+function tokenFrom(row: Row): TokenRecord {
+  const scopes = row.scopes as string;
+  return {
+    id: row.id as string,
+    kind: row.kind as TokenKind,
+    name: row.name as string,
+    deviceId: (row.device_id as string | null) ?? null,
+    scopes: scopes ? (scopes.split(',') as Scope[]) : [],
+    createdOn: row.created_on as number,
+    revokedOn: (row.revoked_on as number | null) ?? null,
+  };
+}
+
+export interface StoreOptions {
+  synchronous?: 'normal' | 'full';
+  readonly?: boolean;
+}
+
+/**
+ * The one SQLite database of an Outpost data dir. Plain synchronous methods: better-sqlite3 is
+ * synchronous, and every caller (daemon, CLI, tests) owns the connection it opened.
+ */
+export class Store {
+  readonly db: Database;
+  readonly path: string;
+  readonly #stmts = new Map<string, Statement>();
+
+  static open(dataDir: string, options: StoreOptions = {}): Store {
+    mkdirSync(dataDir, { recursive: true });
+    return new Store(join(dataDir, 'outpost.db'), options);
+  }
+
+  constructor(path: string, options: StoreOptions = {}) {
+    this.path = path;
+    this.db = new BetterSqlite3(path);
+    this.db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode survives a killed process; FULL also survives power loss, at one fsync per commit.
+    this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.db.pragma('foreign_keys = ON');
+    // The CLI writes to the same file while the daemon runs; wait for each other's short transactions.
+    this.db.pragma('busy_timeout = 5000');
+    migrate(this.db);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  #stmt(sql: string): Statement {
+    let stmt = this.#stmts.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.#stmts.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  /** Changes whenever another connection (the CLI) commits: the daemon's cue to drop its caches. */
+  dataVersion(): number {
+    return this.#stmt('PRAGMA data_version').pluck().get() as number;
+  }
+
+  /** Bytes on disk: the database file plus its write-ahead log. */
+  sizeBytes(): number {
+    let size = 0;
+    for (const suffix of ['', '-wal']) {
+      try {
+        size += statSync(this.path + suffix).size;
+      } catch {
+        // a missing WAL file is simply empty
+      }
+    }
+    return size;
+  }
+
+  // ---- devices
+
+  createDevice(input: { name: string; title?: string | null; description?: string | null }, now: number): { device: DeviceRecord; token: string; tokenId: string } {
+    const device: DeviceRecord = {
+      id: newId(),
+      name: input.name,
+      title: input.title ?? null,
+      description: input.description ?? null,
+      payloadFormat: 'auto',
+      codec: null,
+      createdOn: now,
+      updatedOn: now,
+    };
+    return this.db.transaction(() => {
+      this.#stmt(
+        `INSERT INTO devices (id, name, title, description, payload_format, codec, created_on, updated_on)
+         VALUES (@id, @name, @title, @description, @payloadFormat, @codec, @createdOn, @updatedOn)`,
+      ).run(device);
+      const { token, secret } = this.createToken({ kind: 'device', name: `device ${device.name}`, deviceId: device.id, scopes: [] }, now);
+      return { device, token: secret, tokenId: token.id };
+    })();
+  }
+
+  getDevice(id: string): DeviceRecord | undefined {
+    const row = this.#stmt('SELECT * FROM devices WHERE id = ?').get(id) as Row | undefined;
+    return row && deviceFrom(row);
+  }
+
+  listDevices(): DeviceRecord[] {
+    return (this.#stmt('SELECT * FROM devices ORDER BY created_on, id').all() as Row[]).map(deviceFrom);
+  }
+
+  updateDevice(id: string, fields: { name?: string; title?: string | null; description?: string | null; payloadFormat?: string; codec?: string | null }, now: number): void {
+    const current = this.getDevice(id);
+    if (!current) return;
+    const next = { ...current, ...fields, updatedOn: now };
+    this.#stmt(
+      `UPDATE devices SET name = @name, title = @title, description = @description, payload_format = @payloadFormat,
+       codec = @codec, updated_on = @updatedOn WHERE id = @id`,
+    ).run(next);
+  }
+
+  /** Deletes the device with its assets, history and tokens (cascade). */
+  deleteDevice(id: string): boolean {
+    return this.#stmt('DELETE FROM devices WHERE id = ?').run(id).changes > 0;
+  }
+
+  // ---- assets
+
+  createAsset(input: Omit<AssetRecord, 'id' | 'createdOn' | 'updatedOn'>, now: number): AssetRecord {
+    const asset: AssetRecord = { ...input, id: newId(), createdOn: now, updatedOn: now };
+    this.#stmt(
+      `INSERT INTO assets (id, device_id, name, title, description, kind, profile, created_on, updated_on)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(asset.id, asset.deviceId, asset.name, asset.title, asset.description, asset.is, JSON.stringify(asset.profile), now, now);
+    return asset;
+  }
+
+  updateAsset(asset: AssetRecord, now: number): AssetRecord {
+    const next = { ...asset, updatedOn: now };
+    this.#stmt('UPDATE assets SET title = ?, description = ?, kind = ?, profile = ?, updated_on = ? WHERE id = ?').run(
+      next.title,
+      next.description,
+      next.is,
+      JSON.stringify(next.profile),
+      now,
+      next.id,
+    );
+    return next;
+  }
+
+  getAssetById(id: string): AssetRecord | undefined {
+    const row = this.#stmt('SELECT * FROM assets WHERE id = ?').get(id) as Row | undefined;
+    return row && assetFrom(row);
+  }
+
+  getAssetByName(deviceId: string, name: string): AssetRecord | undefined {
+    const row = this.#stmt('SELECT * FROM assets WHERE device_id = ? AND name = ?').get(deviceId, name) as Row | undefined;
+    return row && assetFrom(row);
+  }
+
+  listAssets(deviceId: string): AssetRecord[] {
+    return (this.#stmt('SELECT * FROM assets WHERE device_id = ? ORDER BY created_on, name').all(deviceId) as Row[]).map(assetFrom);
+  }
+
+  countAssets(deviceId: string): number {
+    return this.#stmt('SELECT count(*) FROM assets WHERE device_id = ?').pluck().get(deviceId) as number;
+  }
+
+  deleteAsset(id: string): boolean {
+    return this.#stmt('DELETE FROM assets WHERE id = ?').run(id).changes > 0;
+  }
+
+  // ---- tokens
+
+  createToken(input: { kind: TokenKind; name: string; deviceId: string | null; scopes: Scope[] }, now: number): { token: TokenRecord; secret: string } {
+    const secret = newTokenSecret(input.kind);
+    const token: TokenRecord = { id: newId(), kind: input.kind, name: input.name, deviceId: input.deviceId, scopes: input.scopes, createdOn: now, revokedOn: null };
+    this.#stmt('INSERT INTO tokens (id, hash, kind, name, device_id, scopes, created_on) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+      token.id,
+      hashToken(secret),
+      token.kind,
+      token.name,
+      token.deviceId,
+      token.scopes.join(','),
+      now,
+    );
+    return { token, secret };
+  }
+
+  /** The live (not revoked) token with this hash. */
+  findTokenByHash(hash: string): TokenRecord | undefined {
+    const row = this.#stmt('SELECT * FROM tokens WHERE hash = ? AND revoked_on IS NULL').get(hash) as Row | undefined;
+    return row && tokenFrom(row);
+  }
+
+  getToken(id: string): TokenRecord | undefined {
+    const row = this.#stmt('SELECT * FROM tokens WHERE id = ?').get(id) as Row | undefined;
+    return row && tokenFrom(row);
+  }
+
+  listTokens(): TokenRecord[] {
+    return (this.#stmt('SELECT * FROM tokens ORDER BY created_on, id').all() as Row[]).map(tokenFrom);
+  }
+
+  revokeToken(id: string, now: number): boolean {
+    return this.#stmt('UPDATE tokens SET revoked_on = ? WHERE id = ? AND revoked_on IS NULL').run(now, id).changes > 0;
+  }
+
+  /** Issues a new device token and revokes the device's previous ones in one step. */
+  rotateDeviceToken(deviceId: string, deviceName: string, now: number): { token: TokenRecord; secret: string; revoked: string[] } {
+    return this.db.transaction(() => {
+      const revoked = this.#stmt("SELECT id FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL").pluck().all(deviceId) as string[];
+      for (const id of revoked) this.revokeToken(id, now);
+      return { ...this.createToken({ kind: 'device', name: `device ${deviceName}`, deviceId, scopes: [] }, now), revoked };
+    })();
+  }
+
+  // ---- states
+
+  /** Writes a batch of states in one transaction: history rows plus the latest state per asset. */
+  writeStates(states: readonly StoredState[]): void {
+    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at) VALUES (?, ?, ?, ?)');
+    // Ties on `at` go to the last received, hence >=.
+    const latest = this.#stmt(
+      `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
+       ON CONFLICT(asset_id) DO UPDATE SET seq = excluded.seq, at = excluded.at, value = excluded.value
+       WHERE excluded.at >= latest_states.at`,
+    );
+    this.db.transaction(() => {
+      for (const s of states) {
+        const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt).lastInsertRowid;
+        latest.run(s.assetId, seq, s.at, s.valueJson);
+      }
+    })();
+  }
+
+  latestState(assetId: string): { at: number; valueJson: string } | undefined {
+    const row = this.#stmt('SELECT at, value FROM latest_states WHERE asset_id = ?').get(assetId) as Row | undefined;
+    return row && { at: row.at as number, valueJson: row.value as string };
+  }
+
+  /** Every asset's latest state: the MQTT door rebuilds its retained feed messages from this at start. */
+  allLatestStates(): Array<{ assetId: string; at: number; valueJson: string }> {
+    return (this.#stmt('SELECT asset_id, at, value FROM latest_states').all() as Row[]).map((r) => ({
+      assetId: r.asset_id as string,
+      at: r.at as number,
+      valueJson: r.value as string,
+    }));
+  }
+
+  /** Newest first. `cursor` is the opaque `next` of the previous page. */
+  history(assetId: string, query: { from?: number; to?: number; limit: number; cursor?: { at: number; seq: number } }): HistoryPage {
+    const from = query.from ?? -8.64e15;
+    const to = query.to ?? 8.64e15;
+    const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
+    const rows = this.#stmt(
+      `SELECT seq, at, value FROM states
+       WHERE asset_id = ? AND at >= ? AND at <= ? AND (at < ? OR (at = ? AND seq < ?))
+       ORDER BY at DESC, seq DESC LIMIT ?`,
+    ).all(assetId, from, to, c.at, c.at, c.seq, query.limit + 1) as Row[];
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map((r) => ({ at: r.at as number, valueJson: r.value as string })),
+      next: rows.length > query.limit && last ? Buffer.from(`${last.at as number}:${last.seq as number}`).toString('base64url') : null,
+    };
+  }
+
+  countStates(assetId?: string): number {
+    return assetId
+      ? (this.#stmt('SELECT count(*) FROM states WHERE asset_id = ?').pluck().get(assetId) as number)
+      : (this.#stmt('SELECT count(*) FROM states').pluck().get() as number);
+  }
+
+  /**
+   * Retention (contract §7): drops states older than `olderThan` and, for the given assets, all but
+   * the newest `keepPerAsset`. Runs in the background in small transactions so writers are never held long.
+   */
+  pruneHistory(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {
+    let removed = 0;
+    const byAge = this.#stmt('DELETE FROM states WHERE seq IN (SELECT seq FROM states WHERE at < ? LIMIT 5000)');
+    for (;;) {
+      const n = byAge.run(olderThan).changes;
+      removed += n;
+      if (n < 5000) break;
+    }
+    removed += this.#stmt('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
+    const cutoff = this.#stmt('SELECT at, seq FROM states WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
+    const byCount = this.#stmt('DELETE FROM states WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?))');
+    for (const assetId of assetIds) {
+      const edge = cutoff.get(assetId, keepPerAsset) as Row | undefined;
+      if (edge) removed += byCount.run(assetId, edge.at, edge.at, edge.seq).changes;
+    }
+    return removed;
+  }
+
+  // ---- commands
+
+  recordCommand(input: { deviceId: string; assetId: string | null; valueJson: string; metaJson: string | null; at: number; source: string }): number {
+    return Number(
+      this.#stmt('INSERT INTO commands (device_id, asset_id, value, meta, at, source) VALUES (?, ?, ?, ?, ?, ?)').run(
+        input.deviceId,
+        input.assetId,
+        input.valueJson,
+        input.metaJson,
+        input.at,
+        input.source,
+      ).lastInsertRowid,
+    );
+  }
+}
+
+export function decodeHistoryCursor(text: string): { at: number; seq: number } | undefined {
+  const m = /^(-?\d+):(\d+)$/.exec(Buffer.from(text, 'base64url').toString());
+  return m ? { at: Number(m[1]), seq: Number(m[2]) } : undefined;
+}

@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../../core/access.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** Resolves the bearer token (401 without one), applies the rate limit (429). */
+  principal(): Principal;
+  /** Reads and decodes the body as one of the accepted media kinds (413, 415, 400). */
+  body(accepted?: ReadonlyArray<'json' | 'cbor'>): Promise<unknown>;
+  /** The raw body with its media kind, for device states that may be custom binary. */
+  rawBody(accepted: ReadonlyArray<'json' | 'cbor' | 'binary'>): Promise<{ bytes: Buffer; kind: 'json' | 'cbor' | 'binary' }>;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
+
+export interface Route {
+  pattern: string;
+  /** Authentication-free routes (health and metrics). */
+  public?: boolean;
+  methods: Partial<Record<Method, Handler>>;
+}
+
+interface CompiledRoute extends Route {
+  segments: string[];
+}
+
+/** Matches paths segment by segment; a `:name` segment captures one decoded segment. */
+export class Router {
+  readonly #routes: CompiledRoute[];
+
+  constructor(routes: Route[]) {
+    this.#routes = routes.map((r) => ({ ...r, segments: r.pattern.split('/').filter(Boolean) }));
+  }
+
+  match(path: string): { route: Route; params: Record<string, string> } | undefined {
+    const parts = path.split('/').filter(Boolean);
+    for (const route of this.#routes) {
+      if (route.segments.length !== parts.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      for (let i = 0; i < parts.length && ok; i++) {
+        const seg = route.segments[i]!;
+        if (seg.startsWith(':')) {
+          try {
+            params[seg.slice(1)] = decodeURIComponent(parts[i]!);
+          } catch {
+            ok = false;
+          }
+        } else ok = seg === parts[i];
+      }
+      if (ok) return { route, params };
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,277 @@
+import { ServiceError } from '../../core/errors.js';
+import { canManageAssets, canReadAny, canReadDevice, isAdmin, type Principal } from '../../core/access.js';
+import { parseTimestamp } from '../../core/time.js';
+import type { Catalog } from '../../store/catalog.js';
+import { decodeHistoryCursor } from '../../store/store.js';
+import type { AssetTarget, StatePipeline } from '../../pipeline/ingest.js';
+import type { CommandRouter } from '../../pipeline/commands.js';
+import type { Registry } from '../../pipeline/registry.js';
+import { stateFromMessage } from '../../pipeline/messages.js';
+import { statesFromJsonBytes } from '../../pipeline/device-state.js';
+import { assetView, deviceView, deviceWithAssetsView, tokenView } from '../../pipeline/views.js';
+import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
+import type { RequestContext, Route } from './router.js';
+import { decodeBody } from './body.js';
+
+export interface ApiDeps {
+  catalog: Catalog;
+  registry: Registry;
+  pipeline: StatePipeline;
+  commands: CommandRouter;
+  decoders: DeviceStateDecoder;
+  health: () => Record<string, unknown>;
+  metricsText: () => string;
+}
+
+function forbid(message: string): never {
+  throw new ServiceError('FORBIDDEN', message);
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function deviceTarget(ctx: RequestContext): AssetTarget {
+  return ctx.params.assetId !== undefined ? { assetId: ctx.params.assetId } : { deviceId: ctx.params.deviceId!, assetName: ctx.params.name! };
+}
+
+function queryTime(query: URLSearchParams, key: string): number | undefined {
+  const raw = query.get(key);
+  if (raw === null) return undefined;
+  const ms = parseTimestamp(raw);
+  if (ms === undefined) throw new ServiceError('INVALID_QUERY', `query "${key}" must be an ISO 8601 timestamp with a zone`);
+  return ms;
+}
+
+function queryLimit(query: URLSearchParams, fallback: number, max: number): number {
+  const raw = query.get('limit');
+  if (raw === null) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new ServiceError('INVALID_QUERY', `query "limit" must be an integer from 1 to ${max}`);
+  return n;
+}
+
+/** Every path of contract §3. Handlers check rights themselves: the rules differ per path. */
+export function apiRoutes(deps: ApiDeps): Route[] {
+  const { catalog, registry, pipeline, commands } = deps;
+  const store = catalog.store;
+
+  const readableDevice = (ctx: RequestContext, p: Principal) => {
+    const device = registry.requireDevice(ctx.params.deviceId!);
+    if (!canReadDevice(p, device.id)) forbid(`this token may not read device ${device.id}`);
+    return device;
+  };
+  const readableAsset = (ctx: RequestContext) => {
+    const p = ctx.principal();
+    const asset = pipeline.resolveAsset(deviceTarget(ctx));
+    if (!canReadDevice(p, asset.deviceId)) forbid(`this token may not read device ${asset.deviceId}`);
+    return asset;
+  };
+  const manageableDevice = (ctx: RequestContext) => {
+    const p = ctx.principal();
+    const device = registry.requireDevice(ctx.params.deviceId!);
+    if (!canManageAssets(p, device.id)) forbid(`this token may not change the assets of device ${device.id}`);
+    return device;
+  };
+  const requireAdmin = (ctx: RequestContext) => {
+    if (!isAdmin(ctx.principal())) forbid('this needs an application token with the "admin" scope');
+  };
+
+  const getState = (ctx: RequestContext) => {
+    const asset = readableAsset(ctx);
+    const latest = store.latestState(asset.id);
+    if (!latest) throw new ServiceError('NO_STATE', `asset "${asset.name}" has no state yet`);
+    return { status: 200, body: { id: asset.id, state: { value: JSON.parse(latest.valueJson), at: iso(latest.at) } } };
+  };
+  const putState = async (ctx: RequestContext) => {
+    const principal = ctx.principal();
+    const { bytes, kind } = await ctx.rawBody(['json', 'cbor']);
+    const path = ctx.req.url ?? '';
+    const event = await pipeline.publishAssetState({
+      principal,
+      target: deviceTarget(ctx),
+      // Parsed inside the pipeline so a malformed body is also reported on the device's errors topic.
+      parse: () => stateFromMessage(decodeBody(bytes, kind as 'json' | 'cbor'), false, 'body'),
+      source: 'http',
+      topic: `PUT ${path.split('?')[0]}`,
+    });
+    return { status: 200, body: { id: event.asset.id, state: { value: event.value, at: iso(event.at) } } };
+  };
+  const putCommand = async (ctx: RequestContext) => {
+    const principal = ctx.principal();
+    const body = await ctx.body();
+    return { status: 202, body: commands.sendAssetCommand(principal, deviceTarget(ctx), body, 'http') };
+  };
+
+  return [
+    { pattern: '/healthz', public: true, methods: { GET: () => ({ status: 200, body: deps.health() }) } },
+    {
+      pattern: '/metrics',
+      public: true,
+      methods: { GET: () => ({ status: 200, body: deps.metricsText(), headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } }) },
+    },
+    {
+      pattern: '/devices',
+      methods: {
+        GET: (ctx) => {
+          if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
+          return { status: 200, body: store.listDevices().map(deviceView) };
+        },
+        POST: async (ctx) => {
+          requireAdmin(ctx);
+          const { device, token, tokenId } = registry.createDevice(await ctx.body());
+          return { status: 201, body: { ...deviceWithAssetsView(device, store), token, tokenId }, headers: { location: `/device/${device.id}` } };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId',
+      methods: {
+        GET: (ctx) => ({ status: 200, body: deviceWithAssetsView(readableDevice(ctx, ctx.principal()), store) }),
+        PUT: async (ctx) => {
+          requireAdmin(ctx);
+          return { status: 200, body: deviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store) };
+        },
+        DELETE: (ctx) => {
+          requireAdmin(ctx);
+          registry.deleteDevice(ctx.params.deviceId!);
+          return { status: 204 };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/token',
+      methods: {
+        POST: (ctx) => {
+          requireAdmin(ctx);
+          const { tokenId, token } = registry.rotateDeviceToken(ctx.params.deviceId!);
+          return { status: 201, body: { id: tokenId, token } };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/assets',
+      methods: {
+        GET: (ctx) => {
+          const device = readableDevice(ctx, ctx.principal());
+          return { status: 200, body: store.listAssets(device.id).map((a) => assetView(a, store)) };
+        },
+        POST: async (ctx) => {
+          const device = manageableDevice(ctx);
+          const asset = registry.createAsset(device.id, await ctx.body());
+          return {
+            status: 201,
+            body: assetView(asset, store),
+            headers: { location: `/device/${device.id}/asset/${encodeURIComponent(asset.name)}` },
+          };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/asset/:name',
+      methods: {
+        GET: (ctx) => ({ status: 200, body: assetView(readableAsset(ctx), store) }),
+        PUT: async (ctx) => {
+          const device = manageableDevice(ctx);
+          const { asset, created } = registry.upsertAsset(device.id, ctx.params.name!, await ctx.body());
+          return { status: created ? 201 : 200, body: assetView(asset, store) };
+        },
+        DELETE: (ctx) => {
+          const device = manageableDevice(ctx);
+          registry.deleteAsset(device.id, ctx.params.name!);
+          return { status: 204 };
+        },
+      },
+    },
+    { pattern: '/device/:deviceId/asset/:name/state', methods: { GET: getState, PUT: putState } },
+    {
+      pattern: '/device/:deviceId/asset/:name/states',
+      methods: {
+        GET: (ctx) => {
+          const asset = readableAsset(ctx);
+          const cursorText = ctx.query.get('cursor') ?? ctx.query.get('next');
+          const cursor = cursorText ? decodeHistoryCursor(cursorText) : undefined;
+          if (cursorText && !cursor) throw new ServiceError('INVALID_QUERY', 'query "cursor" is not a cursor this service returned');
+          const page = store.history(asset.id, {
+            from: queryTime(ctx.query, 'from'),
+            to: queryTime(ctx.query, 'to'),
+            limit: queryLimit(ctx.query, 100, 1000),
+            cursor,
+          });
+          return { status: 200, body: { data: page.data.map((s) => ({ value: JSON.parse(s.valueJson), at: iso(s.at) })), next: page.next } };
+        },
+      },
+    },
+    { pattern: '/device/:deviceId/asset/:name/command', methods: { PUT: putCommand } },
+    {
+      pattern: '/device/:deviceId/state',
+      methods: {
+        PUT: async (ctx) => {
+          const principal = ctx.principal();
+          const { bytes, kind } = await ctx.rawBody(['json', 'cbor', 'binary']);
+          const where = 'body';
+          const outcome = await pipeline.publishDeviceState({
+            principal,
+            deviceId: ctx.params.deviceId!,
+            decode: (device) => (kind === 'json' ? statesFromJsonBytes(bytes, where) : deps.decoders.decode(device, bytes, kind, where)),
+            source: 'http',
+            topic: `PUT /device/${ctx.params.deviceId}/state`,
+          });
+          const states = Object.fromEntries(Object.entries(outcome.states).map(([name, s]) => [name, { value: s.value, at: iso(s.at) }]));
+          if (outcome.refused.length > 0) {
+            throw new ServiceError(
+              outcome.refused.every((r) => r.code === outcome.refused[0]!.code) ? (outcome.refused[0]!.code as 'PROFILE_MISMATCH') : 'PROFILE_MISMATCH',
+              outcome.refused.map((r) => r.error).join('; '),
+              { details: { states, refused: outcome.refused } },
+            );
+          }
+          return { status: 200, body: { states } };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/command',
+      methods: {
+        PUT: async (ctx) => {
+          const principal = ctx.principal();
+          const body = await ctx.body();
+          const metaText = ctx.query.get('meta');
+          let meta: unknown;
+          if (metaText !== null) {
+            try {
+              meta = JSON.parse(metaText);
+            } catch {
+              throw new ServiceError('INVALID_QUERY', 'query "meta" must be a JSON object');
+            }
+          }
+          return { status: 202, body: commands.sendDeviceCommand(principal, ctx.params.deviceId!, body, meta, 'http') };
+        },
+      },
+    },
+    { pattern: '/asset/:assetId', methods: { GET: (ctx) => ({ status: 200, body: assetView(readableAsset(ctx), store) }) } },
+    { pattern: '/asset/:assetId/state', methods: { GET: getState, PUT: putState } },
+    { pattern: '/asset/:assetId/command', methods: { PUT: putCommand } },
+    {
+      pattern: '/tokens',
+      methods: {
+        GET: (ctx) => {
+          requireAdmin(ctx);
+          return { status: 200, body: store.listTokens().map(tokenView) };
+        },
+        POST: async (ctx) => {
+          requireAdmin(ctx);
+          const { token, secret } = registry.createAppToken(await ctx.body());
+          return { status: 201, body: { ...tokenView(token), token: secret } };
+        },
+      },
+    },
+    {
+      pattern: '/tokens/:tokenId',
+      methods: {
+        DELETE: (ctx) => {
+          requireAdmin(ctx);
+          registry.revokeToken(ctx.params.tokenId!);
+          return { status: 204 };
+        },
+      },
+    },
+  ];
+}

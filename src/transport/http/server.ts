@@ -1,0 +1,126 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { ServiceError, isServiceError, storageError } from '../../core/errors.js';
+import type { Principal } from '../../core/access.js';
+import type { RateLimiter } from '../../core/rate-limit.js';
+import type { Clock } from '../../core/time.js';
+import type { Catalog } from '../../store/catalog.js';
+import type { Logger } from '../../ops/logger.js';
+import type { Counter } from '../../ops/metrics.js';
+import { decodeBody, mediaKind, readBody } from './body.js';
+import { Router, type Method, type Reply, type RequestContext, type Route } from './router.js';
+
+export interface HttpServerOptions {
+  routes: Route[];
+  catalog: Catalog;
+  rateLimiter: RateLimiter;
+  clock: Clock;
+  logger: Logger;
+  bodyLimit: number;
+  requestsByStatus: Counter;
+}
+
+const METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'DELETE'];
+
+function send(res: ServerResponse, reply: Reply): void {
+  const headers: Record<string, string | number> = { ...reply.headers };
+  let payload: string | undefined;
+  if (reply.body !== undefined) {
+    payload = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+    headers['content-type'] ??= 'application/json; charset=utf-8';
+    headers['content-length'] = Buffer.byteLength(payload);
+  } else if (reply.status !== 204) {
+    headers['content-length'] = 0;
+  }
+  res.writeHead(reply.status, headers);
+  res.end(payload);
+}
+
+export function errorReply(err: ServiceError): Reply {
+  const headers: Record<string, string> = {};
+  if (err.retryAfter !== undefined) headers['retry-after'] = String(err.retryAfter);
+  if (err.status === 401) headers['www-authenticate'] = 'Bearer';
+  return { status: err.status, headers, body: { status: err.status, error: err.message, code: err.code, ...err.details } };
+}
+
+/**
+ * The HTTP door: plain node:http (faster to start and lighter on a Pi than a framework for this
+ * route set). It authenticates, reads bodies within the limit and maps ServiceErrors to
+ * `{status, error, code}`; every rule lives in the pipeline behind it.
+ */
+export function createHttpServer(options: HttpServerOptions): Server {
+  const router = new Router(options.routes);
+  const { catalog, rateLimiter, clock, logger, bodyLimit, requestsByStatus } = options;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
+    const url = new URL(req.url ?? '/', 'http://outpost');
+    const matched = router.match(url.pathname);
+    if (!matched) throw new ServiceError('NOT_FOUND', `no such path: ${url.pathname}`);
+    const allowed = Object.keys(matched.route.methods);
+    const handler = METHODS.includes(req.method ?? '') ? matched.route.methods[req.method as Method] : undefined;
+    if (!handler) {
+      const err = new ServiceError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}`);
+      const reply = errorReply(err);
+      reply.headers!.allow = allowed.join(', ');
+      return reply;
+    }
+    let principal: Principal | undefined;
+    let bodyRead = false;
+    const readRaw = async (accepted: ReadonlyArray<'json' | 'cbor' | 'binary'>) => {
+      bodyRead = true;
+      const declaredEmpty = req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
+      // A request without a body is not refused for its Content-Type header (contract §3).
+      if (declaredEmpty) return { bytes: Buffer.alloc(0), kind: 'json' as const };
+      const kind = mediaKind(req.headers['content-type'], accepted);
+      const bytes = await readBody(req, bodyLimit);
+      return { bytes, kind };
+    };
+    const ctx: RequestContext = {
+      req,
+      res,
+      params: matched.params,
+      query: url.searchParams,
+      principal() {
+        if (principal) return principal;
+        const header = req.headers.authorization ?? '';
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+        if (!m) throw new ServiceError('UNAUTHORIZED', 'missing "Authorization: Bearer <token>" header');
+        const found = catalog.principalForSecret(m[1]!);
+        if (!found) throw new ServiceError('UNAUTHORIZED', 'unknown or revoked token');
+        const wait = rateLimiter.take(found.tokenId, clock.now());
+        if (wait > 0) throw new ServiceError('RATE_LIMITED', 'this token is over its rate limit', { retryAfter: wait });
+        principal = found;
+        return found;
+      },
+      async body(accepted = ['json', 'cbor']) {
+        const { bytes, kind } = await readRaw(accepted);
+        return decodeBody(bytes, kind as 'json' | 'cbor');
+      },
+      rawBody: readRaw,
+    };
+    if (!matched.route.public) ctx.principal();
+    try {
+      return await handler(ctx);
+    } finally {
+      // A handler that refused before reading the body leaves it unread; drain it so keep-alive continues.
+      if (!bodyRead) req.resume();
+    }
+  }
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    handle(req, res)
+      .then((reply) => send(res, reply))
+      .catch((err: unknown) => {
+        const refusal = isServiceError(err) ? err : storageError(err);
+        if (refusal) {
+          // The rest of an oversize body is not worth reading: answer and close the connection.
+          if (refusal.status === 413) res.setHeader('connection', 'close');
+          send(res, errorReply(refusal));
+          return;
+        }
+        logger.error({ err, method: req.method, path: req.url?.split('?')[0] }, 'request failed');
+        send(res, errorReply(new ServiceError('INTERNAL', 'internal error; see the gateway log')));
+      })
+      .finally(() => requestsByStatus.inc({ status: String(res.statusCode) }));
+  });
+  return server;
+}
