@@ -1,0 +1,147 @@
+// Starts the compiled daemon (dist/, built by `npm test` before the tests run) as a child process
+// on free ports with a temporary data dir, the way a user runs it.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+
+export function tempDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'outpost-test-'));
+}
+
+function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, OUTPOST_LOG_LEVEL: 'info', ...extra };
+  delete env.NODE_EXTRA_CA_CERTS;
+  delete env.OUTPOST_CONFIG;
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  return env;
+}
+
+export interface RunningDaemon {
+  proc: ChildProcess;
+  dataDir: string;
+  httpPort: number;
+  mqttPort: number;
+  url: string;
+  /** Every stdout line so far (pino JSON). */
+  logs: string[];
+  /** SIGTERM (or the given signal) and the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string | undefined>;
+  args?: string[];
+}
+
+export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
+  const dataDir = options.dataDir ?? tempDataDir();
+  const proc = spawn(process.execPath, [CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
+    cwd: ROOT,
+    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', ...options.env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const ready = await new Promise<{ ports: Record<string, number> }>((resolve, reject) => {
+    let buffer = '';
+    const timer = setTimeout(() => reject(new Error(`daemon not ready in 15 s\n${logs.join('\n')}\n${stderr}`)), 15_000);
+    proc.stdout!.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        logs.push(line);
+        if (line.includes('"msg":"ready"')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(line));
+        }
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`daemon exited with ${code} before ready\n${logs.join('\n')}\n${stderr}`));
+    });
+  });
+  const httpPort = ready.ports.http ?? 0;
+  return {
+    proc,
+    dataDir,
+    httpPort,
+    mqttPort: ready.ports.mqtt ?? 0,
+    url: `http://127.0.0.1:${httpPort}`,
+    logs,
+    exited,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function cli(args: string[], env: Record<string, string | undefined> = {}): CliResult {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: ROOT, env: childEnv(env), encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs a CLI command with `--json` and parses its output; fails loudly on a non-zero exit. */
+export function cliJson<T = Record<string, unknown>>(args: string[], dataDir: string): T {
+  const r = cli([...args, '--json', '--data', dataDir]);
+  if (r.code !== 0) throw new Error(`outpost ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** fetch with a bearer token and an optional JSON body. */
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; json?: unknown; body?: BodyInit; contentType?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body = options.body;
+  if (options.json !== undefined) {
+    body = JSON.stringify(options.json);
+    headers['content-type'] = 'application/json';
+  }
+  if (options.contentType) headers['content-type'] = options.contentType;
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** A device with a token, an app token with every scope, created through the CLI on the daemon's data dir. */
+export function provision(dataDir: string, assets: Array<{ name: string; is: string; profile: unknown }> = []) {
+  const device = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'test-device'], dataDir);
+  for (const a of assets) {
+    cliJson(['asset', 'create', device.id, '--name', a.name, '--is', a.is, '--profile', JSON.stringify(a.profile)], dataDir);
+  }
+  const app = cliJson<{ id: string; token: string }>(['token', 'create', '--name', 'test-app', '--scopes', 'read,command,admin'], dataDir);
+  return { device, app };
+}

@@ -1,0 +1,79 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
+import { Store } from '../../src/store/store.js';
+import { hashToken } from '../../src/core/ids.js';
+
+const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-store-'));
+
+test('a new database migrates to the latest version, and migrating again changes nothing', () => {
+  const db = new BetterSqlite3(join(tempDir(), 'a.db'));
+  assert.equal(schemaVersion(db), 0);
+  assert.deepEqual(migrate(db), { from: 0, to: MIGRATIONS.length });
+  assert.equal(schemaVersion(db), MIGRATIONS.length);
+  assert.deepEqual(migrate(db), { from: MIGRATIONS.length, to: MIGRATIONS.length });
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+  for (const t of ['devices', 'assets', 'tokens', 'states', 'latest_states', 'commands']) assert.ok(tables.includes(t), t);
+  db.close();
+});
+
+test('a database from a newer Outpost is refused, not downgraded', () => {
+  const db = new BetterSqlite3(join(tempDir(), 'b.db'));
+  db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+  assert.throws(() => migrate(db), /newer than this Outpost supports/);
+  db.close();
+});
+
+test('the store opens in WAL mode and keeps only token hashes', () => {
+  const dir = tempDir();
+  const store = Store.open(dir);
+  assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
+  const { device, token } = store.createDevice({ name: 'd' }, 1000);
+  const rows = store.db.prepare('SELECT hash FROM tokens').pluck().all() as string[];
+  assert.deepEqual(rows, [hashToken(token)]);
+  assert.ok(!JSON.stringify(store.db.prepare('SELECT * FROM tokens').all()).includes(token.split(':')[1]!));
+  assert.equal(store.findTokenByHash(hashToken(token))?.deviceId, device.id);
+  store.close();
+});
+
+test('latest state is the greatest at, ties to the last received; history is newest first with a cursor', () => {
+  const store = Store.open(tempDir());
+  const { device } = store.createDevice({ name: 'd' }, 0);
+  const asset = store.createAsset({ deviceId: device.id, name: 't', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  store.writeStates([
+    { assetId: asset.id, at: 2000, valueJson: '2', receivedAt: 1 },
+    { assetId: asset.id, at: 1000, valueJson: '1', receivedAt: 2 },
+    { assetId: asset.id, at: 2000, valueJson: '3', receivedAt: 3 },
+  ]);
+  assert.deepEqual(store.latestState(asset.id), { at: 2000, valueJson: '3' });
+  const first = store.history(asset.id, { limit: 2 });
+  assert.deepEqual(first.data.map((s) => s.valueJson), ['3', '2']);
+  assert.ok(first.next);
+  const cursor = Buffer.from(first.next!, 'base64url').toString().split(':').map(Number);
+  const second = store.history(asset.id, { limit: 2, cursor: { at: cursor[0]!, seq: cursor[1]! } });
+  assert.deepEqual(second.data.map((s) => s.valueJson), ['1']);
+  assert.equal(second.next, null);
+  store.close();
+});
+
+test('retention keeps the newest N states per asset and drops states past the age limit', () => {
+  const store = Store.open(tempDir());
+  const { device } = store.createDevice({ name: 'd' }, 0);
+  const a = store.createAsset({ deviceId: device.id, name: 'a', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  const b = store.createAsset({ deviceId: device.id, name: 'b', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  store.writeStates(Array.from({ length: 50 }, (_, i) => ({ assetId: a.id, at: 10_000 + i, valueJson: String(i), receivedAt: 0 })));
+  store.writeStates([
+    { assetId: b.id, at: 10, valueJson: '1', receivedAt: 0 },
+    { assetId: b.id, at: 20_000, valueJson: '2', receivedAt: 0 },
+  ]);
+  const removed = store.pruneHistory(5_000, [a.id], 20);
+  assert.equal(removed, 31, '30 over the count limit on a, 1 over the age limit on b');
+  assert.equal(store.countStates(a.id), 20);
+  assert.deepEqual(store.history(a.id, { limit: 1 }).data[0]!.valueJson, '49');
+  assert.equal(store.countStates(b.id), 1);
+  store.close();
+});

@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatTimestamp, parseTimestamp } from '../../src/core/time.js';
+
+test('timestamps with any fraction length and zone parse to the same instant', () => {
+  const expected = Date.UTC(2026, 10, 21, 10, 0, 0, 123);
+  for (const text of [
+    '2026-11-21T10:00:00.123Z',
+    '2026-11-21T10:00:00.123456Z',
+    '2026-11-21T10:00:00.123456789Z',
+    '2026-11-21T11:00:00.123+01:00',
+    '2026-11-21T05:30:00.123-04:30',
+    '2026-11-21T11:00:00.123+0100',
+  ]) {
+    assert.equal(parseTimestamp(text), expected, text);
+  }
+  assert.equal(parseTimestamp('2026-11-21T10:00:00Z'), Date.UTC(2026, 10, 21, 10));
+  assert.equal(parseTimestamp('2026-11-21T10:00Z'), Date.UTC(2026, 10, 21, 10));
+});
+
+test('timestamps without a zone or with impossible fields are refused', () => {
+  for (const text of ['2026-11-21T10:00:00', '2026-11-21', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-11-21T24:00:00Z', 'yesterday', '']) {
+    assert.equal(parseTimestamp(text), undefined, text);
+  }
+});
+
+test('the service emits UTC with milliseconds', () => {
+  assert.equal(formatTimestamp(Date.UTC(2026, 10, 21, 10)), '2026-11-21T10:00:00.000Z');
+});
