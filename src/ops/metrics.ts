@@ -22,7 +22,16 @@ export class Counter implements Series {
 
   inc(labels: Labels = {}, by = 1): void {
     const key = labelText(labels);
+    this.incKey(key, by);
+  }
+
+  /** The hot-path form: `key` from `Counter.key(labels)`, computed once by the caller. */
+  incKey(key: string, by = 1): void {
     this.#values.set(key, (this.#values.get(key) ?? 0) + by);
+  }
+
+  static key(labels: Labels): string {
+    return labelText(labels);
   }
 
   get(labels: Labels = {}): number {

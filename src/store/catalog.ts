@@ -19,9 +19,11 @@ export interface CachedAsset extends AssetRecord {
 
 /**
  * Read-through caches of devices, assets (with their compiled profile validators) and tokens, so the
- * hot path does no SQL lookups. The CLI writes the same database from another process: every lookup
- * first compares SQLite's `data_version`, and any commit from another connection empties the caches.
- * That makes CLI-created devices usable, and CLI-revoked tokens refused, on the very next request.
+ * hot path does no SQL lookups. The CLI writes the same database from another process: every token
+ * lookup (the first step of each request, MQTT connection and publish) compares SQLite's
+ * `data_version`, and any commit from another connection empties the caches. That makes CLI-created
+ * devices usable, and CLI-revoked tokens refused, on the very next request; a timer in the daemon
+ * checks too, so sessions of revoked tokens are closed without waiting for traffic.
  */
 export class Catalog extends EventEmitter<{ externalChange: [] }> {
   readonly store: Store;
@@ -76,7 +78,6 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   }
 
   device(id: string): DeviceRecord | undefined {
-    this.syncWithDisk();
     let device = this.#devices.get(id);
     if (device === undefined) {
       device = this.store.getDevice(id) ?? null;
@@ -90,7 +91,6 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   }
 
   assetByName(deviceId: string, name: string): CachedAsset | undefined {
-    this.syncWithDisk();
     const key = `${deviceId}/${name}`;
     let asset = this.#assetsByName.get(key);
     if (asset === undefined) {
@@ -101,7 +101,6 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   }
 
   assetById(id: string): CachedAsset | undefined {
-    this.syncWithDisk();
     let asset = this.#assetsById.get(id);
     if (asset === undefined) {
       asset = this.#withValidator(this.store.getAssetById(id));

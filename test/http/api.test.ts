@@ -139,7 +139,7 @@ describe('HTTP API against the compiled daemon', () => {
     assert.equal(json.body.states.mode.at, '2026-05-01T08:00:00.000Z');
     const cbor = await api(url(), 'PUT', `/device/${device.id}/state`, {
       token: device.token,
-      body: encodeCbor({ counter: 11, switch: true }),
+      body: new Uint8Array(encodeCbor({ counter: 11, switch: true })),
       contentType: 'application/cbor',
     });
     assert.equal(cbor.status, 200, cbor.text);
@@ -214,7 +214,7 @@ describe('HTTP API against the compiled daemon', () => {
 
   test('401: no header, malformed header, unknown token (with WWW-Authenticate)', async () => {
     const path = `/device/${device.id}`;
-    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer device:' + 'x'.repeat(40) }, { authorization: 'Bearer nonsense' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Basic abc' }, { authorization: 'Bearer device:' + 'x'.repeat(40) }, { authorization: 'Bearer nonsense' }]) {
       const r = await api(url(), 'GET', path, { headers });
       assert.equal(r.status, 401, JSON.stringify(headers));
       assert.equal(r.body.code, 'UNAUTHORIZED');
