@@ -4,7 +4,7 @@ import type { Store } from '../store/store.js';
 import type { StatePipeline } from './ingest.js';
 
 /**
- * History retention (contract §7) in the background, never on the hot path: assets that received
+ * History and raw-uplink retention (contract §5, §7) in the background, never on the hot path: assets that received
  * states since the last run are trimmed to their newest N states, and everything past the age
  * limit goes.
  */
@@ -12,10 +12,10 @@ export class HistoryPruner {
   readonly #touched = new Set<string>();
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #limits: { historyPerAsset: number; historyDays: number };
+  readonly #limits: { historyPerAsset: number; historyDays: number; rawUplinksPerDevice: number };
   readonly #logger: Logger;
 
-  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: { historyPerAsset: number; historyDays: number }, logger: Logger) {
+  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: { historyPerAsset: number; historyDays: number; rawUplinksPerDevice: number }, logger: Logger) {
     this.#store = store;
     this.#clock = clock;
     this.#limits = limits;
@@ -27,7 +27,9 @@ export class HistoryPruner {
     const assets = [...this.#touched];
     this.#touched.clear();
     try {
-      const removed = this.#store.pruneHistory(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset);
+      const removed =
+        this.#store.pruneHistory(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset) +
+        this.#store.pruneUplinks(this.#limits.rawUplinksPerDevice);
       if (removed > 0) this.#logger.debug({ removed }, 'history pruned');
       return removed;
     } catch (err) {

@@ -67,6 +67,21 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       );
       CREATE INDEX commands_device ON commands(device_id, seq);
     `),
+  // 2: raw uplinks (bytes as received, before any codec), bounded per device by the pruner.
+  (db) =>
+    db.exec(`
+      CREATE TABLE raw_uplinks (
+        seq INTEGER PRIMARY KEY,
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        port INTEGER,
+        source TEXT NOT NULL,
+        decoded INTEGER NOT NULL,
+        error TEXT
+      );
+      CREATE INDEX raw_uplinks_device ON raw_uplinks(device_id, seq);
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -51,6 +51,16 @@ export interface StoredState {
   receivedAt: number;
 }
 
+export interface UplinkRecord {
+  seq: number;
+  at: number;
+  payload: Buffer;
+  port: number | null;
+  source: string;
+  decoded: boolean;
+  error: string | null;
+}
+
 export interface HistoryPage {
   data: Array<{ at: number; valueJson: string }>;
   next: string | null;
@@ -373,6 +383,48 @@ export class Store {
     for (const assetId of assetIds) {
       const edge = cutoff.get(assetId, keepPerAsset) as Row | undefined;
       if (edge) removed += byCount.run(assetId, edge.at, edge.at, edge.seq).changes;
+    }
+    return removed;
+  }
+
+  // ---- raw uplinks
+
+  recordUplink(input: { deviceId: string; at: number; payload: Uint8Array; port: number | null; source: string; decoded: boolean; error: string | null }): void {
+    this.#stmt('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+      input.deviceId,
+      input.at,
+      Buffer.from(input.payload.buffer, input.payload.byteOffset, input.payload.byteLength),
+      input.port,
+      input.source,
+      input.decoded ? 1 : 0,
+      input.error,
+    );
+  }
+
+  /** Newest first; `before` is the `seq` cursor of the previous page. */
+  listUplinks(deviceId: string, limit: number, before?: number): { data: UplinkRecord[]; next: string | null } {
+    const rows = this.#stmt('SELECT * FROM raw_uplinks WHERE device_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?').all(deviceId, before ?? Number.MAX_SAFE_INTEGER, limit + 1) as Row[];
+    const page = rows.slice(0, limit).map((r) => ({
+      seq: r.seq as number,
+      at: r.at as number,
+      payload: r.payload as Buffer,
+      port: (r.port as number | null) ?? null,
+      source: r.source as string,
+      decoded: r.decoded === 1,
+      error: (r.error as string | null) ?? null,
+    }));
+    return { data: page, next: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
+  }
+
+  /** Keeps the newest `keep` raw uplinks of each device that has more. */
+  pruneUplinks(keep: number): number {
+    const devices = this.#stmt('SELECT device_id FROM raw_uplinks GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
+    let removed = 0;
+    const edge = this.#stmt('SELECT seq FROM raw_uplinks WHERE device_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
+    const drop = this.#stmt('DELETE FROM raw_uplinks WHERE device_id = ? AND seq <= ?');
+    for (const id of devices) {
+      const seq = edge.get(id, keep) as number | undefined;
+      if (seq !== undefined) removed += drop.run(id, seq).changes;
     }
     return removed;
   }

@@ -17,7 +17,7 @@ test('a new database migrates to the latest version, and migrating again changes
   assert.equal(schemaVersion(db), MIGRATIONS.length);
   assert.deepEqual(migrate(db), { from: MIGRATIONS.length, to: MIGRATIONS.length });
   const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
-  for (const t of ['devices', 'assets', 'tokens', 'states', 'latest_states', 'commands']) assert.ok(tables.includes(t), t);
+  for (const t of ['devices', 'assets', 'tokens', 'states', 'latest_states', 'commands', 'raw_uplinks']) assert.ok(tables.includes(t), t);
   db.close();
 });
 
@@ -75,5 +75,22 @@ test('retention keeps the newest N states per asset and drops states past the ag
   assert.equal(store.countStates(a.id), 20);
   assert.deepEqual(store.history(a.id, { limit: 1 }).data[0]!.valueJson, '49');
   assert.equal(store.countStates(b.id), 1);
+  store.close();
+});
+
+test('raw uplinks are kept newest first, paged, and bounded per device', () => {
+  const store = Store.open(tempDir());
+  const { device } = store.createDevice({ name: 'd' }, 0);
+  for (let i = 0; i < 7; i++) {
+    store.recordUplink({ deviceId: device.id, at: i, payload: new Uint8Array([i, 0xab]), port: i % 2 ? 2 : null, source: 'mqtt', decoded: i !== 3, error: i === 3 ? 'bad' : null });
+  }
+  const first = store.listUplinks(device.id, 3);
+  assert.deepEqual(first.data.map((u) => u.at), [6, 5, 4]);
+  assert.deepEqual([...first.data[0]!.payload], [6, 0xab]);
+  const second = store.listUplinks(device.id, 3, Number(first.next));
+  assert.deepEqual(second.data.map((u) => u.at), [3, 2, 1]);
+  assert.equal(second.data[0]!.decoded, false);
+  assert.equal(store.pruneUplinks(4), 3);
+  assert.deepEqual(store.listUplinks(device.id, 10).data.map((u) => u.at), [6, 5, 4, 3]);
   store.close();
 });
