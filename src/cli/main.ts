@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type OutpostConfig } from '../core/config.js';
 import { isServiceError } from '../core/errors.js';
@@ -6,6 +7,7 @@ import { systemClock } from '../core/time.js';
 import { Store } from '../store/store.js';
 import { Catalog } from '../store/catalog.js';
 import { Registry } from '../pipeline/registry.js';
+import { DeviceCodecs, setDeviceCodec } from '../pipeline/device-codecs.js';
 import { assetView, deviceWithAssetsView, tokenView } from '../pipeline/views.js';
 import { createLogger } from '../ops/logger.js';
 import { Daemon } from '../daemon.js';
@@ -20,6 +22,8 @@ const USAGE = `usage: outpost <command> [options]
   device show <DeviceID> [--json]
   device delete <DeviceID>
   device token <DeviceID> [--json]                  issue a new device token, revoking the old one
+  device codec <DeviceID> --uplink FORMAT [--file F] [--downlink FORMAT [--downlink-file F] [--port N]]
+                                                    set the device's codecs (auto|json|cbor|abcl|js)
   asset create <DeviceID> --name N --is sensor|actuator|virtual|config --profile '<json>' [--json]
   asset list <DeviceID> [--json]
   token create --name N --scopes read,command,admin [--json]
@@ -108,6 +112,11 @@ export async function main(argv: string[]): Promise<number> {
       is: { type: 'string' },
       profile: { type: 'string' },
       scopes: { type: 'string' },
+      uplink: { type: 'string' },
+      file: { type: 'string' },
+      downlink: { type: 'string' },
+      'downlink-file': { type: 'string' },
+      port: { type: 'string' },
     },
   });
   const config = configFrom(values);
@@ -159,6 +168,37 @@ export async function main(argv: string[]): Promise<number> {
         show({ id: result.tokenId, token: result.token }, () => `new device token: ${result.token}\n(previous device tokens are revoked)`);
         return 0;
       });
+    case 'device codec': {
+      const deviceId = requireArg(positionals, 1, '<DeviceID>');
+      if (!values.uplink) throw new UsageError('missing --uplink FORMAT');
+      const side = (format: string, file: string | undefined) => {
+        if (!file) return { format };
+        let text: string;
+        try {
+          text = readFileSync(file, 'utf8');
+        } catch {
+          throw new UsageError(`cannot read ${file}`);
+        }
+        return format === 'js' ? { format, script: text } : { format, document: text };
+      };
+      const body: Record<string, unknown> = { uplink: side(values.uplink, values.file) };
+      if (values.downlink) {
+        const downlink: Record<string, unknown> = side(values.downlink, values['downlink-file']);
+        if (values.port !== undefined) downlink.port = Number(values.port);
+        body.downlink = downlink;
+      }
+      const store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+      const codecs = new DeviceCodecs(config, createLogger('silent'));
+      try {
+        const device = new Registry(new Catalog(store), systemClock, config.limits).requireDevice(deviceId);
+        const result = await setDeviceCodec(store, codecs, systemClock, device, body);
+        show(result, () => [`device ${deviceId}: uplink ${JSON.stringify((result.uplink as { format: string }).format)}, downlink ${JSON.stringify((result.downlink as { format: string }).format)}`, ...result.warnings.map((w) => `warning: ${w}`)].join('\n'));
+        return 0;
+      } finally {
+        codecs.dispose();
+        store.close();
+      }
+    }
     case 'asset create':
       return withRegistry(config, (registry, store) => {
         const deviceId = requireArg(positionals, 1, '<DeviceID>');
@@ -229,6 +269,8 @@ main(process.argv.slice(2))
       process.exitCode = 2;
     } else if (isServiceError(err)) {
       process.stderr.write(`outpost: ${err.message} (${err.code})\n`);
+      const problems = err.details?.errors;
+      if (Array.isArray(problems)) for (const p of problems) process.stderr.write(`  - ${String(p)}\n`);
       process.exitCode = 1;
     } else {
       process.stderr.write(`outpost: ${(err as Error).stack ?? String(err)}\n`);

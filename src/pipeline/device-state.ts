@@ -1,4 +1,4 @@
-import { Decoder } from 'cbor-x';
+import { decodeCborItem } from '../codec/cbor.js';
 import { ServiceError } from '../core/errors.js';
 import { isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
 
@@ -26,14 +26,9 @@ export function looksLikeJsonObject(bytes: Uint8Array): boolean {
   return false;
 }
 
-// Configuration only: with records off, cbor-x keeps no state between decodes.
-const CBOR_BODY_DECODER = new Decoder({ useRecords: false, mapsAsObjects: true });
-
-/** Decodes a CBOR body into plain JSON-like data (used for CBOR request bodies other than device states). */
+/** Decodes a CBOR request body into JSON data (asset states, assets, commands sent as CBOR). */
 export function decodeCborBody(bytes: Uint8Array, where: string): unknown {
-  try {
-    return CBOR_BODY_DECODER.decode(bytes);
-  } catch (err) {
-    throw new ServiceError('INVALID_CBOR', `${where}: not valid CBOR (${(err as Error).message})`);
-  }
+  const result = decodeCborItem(bytes);
+  if (result.errors.length > 0) throw new ServiceError('INVALID_CBOR', `${where}: not valid CBOR (${result.errors.join('; ')})`);
+  return result.value;
 }

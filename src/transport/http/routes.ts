@@ -10,6 +10,8 @@ import { stateFromMessage } from '../../pipeline/messages.js';
 import { statesFromJsonBytes } from '../../pipeline/device-state.js';
 import { assetView, deviceView, deviceWithAssetsView, tokenView } from '../../pipeline/views.js';
 import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
+import { codecSettingsView, setDeviceCodec, type DeviceCodecs } from '../../pipeline/device-codecs.js';
+import type { Clock } from '../../core/time.js';
 import type { RequestContext, Route } from './router.js';
 import { decodeBody } from './body.js';
 
@@ -19,6 +21,8 @@ export interface ApiDeps {
   pipeline: StatePipeline;
   commands: CommandRouter;
   decoders: DeviceStateDecoder;
+  codecs: DeviceCodecs;
+  clock: Clock;
   health: () => Record<string, unknown>;
   metricsText: () => string;
 }
@@ -243,6 +247,45 @@ export function apiRoutes(deps: ApiDeps): Route[] {
             }
           }
           return { status: 202, body: commands.sendDeviceCommand(principal, ctx.params.deviceId!, body, meta, 'http') };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/codec',
+      methods: {
+        GET: (ctx) => ({ status: 200, body: { ...codecSettingsView(readableDevice(ctx, ctx.principal())), warnings: [] } }),
+        PUT: async (ctx) => {
+          requireAdmin(ctx);
+          const device = registry.requireDevice(ctx.params.deviceId!);
+          const body = await ctx.body(['json']);
+          const result = await setDeviceCodec(store, deps.codecs, deps.clock, device, body);
+          catalog.invalidate();
+          return { status: 200, body: result };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/uplinks',
+      methods: {
+        GET: (ctx) => {
+          const device = readableDevice(ctx, ctx.principal());
+          const cursor = ctx.query.get('cursor') ?? ctx.query.get('next');
+          if (cursor !== null && !/^\d+$/.test(cursor)) throw new ServiceError('INVALID_QUERY', 'query "cursor" is not a cursor this service returned');
+          const page = store.listUplinks(device.id, queryLimit(ctx.query, 20, 1000), cursor === null ? undefined : Number(cursor));
+          return {
+            status: 200,
+            body: {
+              data: page.data.map((u) => ({
+                at: iso(u.at),
+                payload: u.payload.toString('hex').toUpperCase(),
+                ...(u.port === null ? {} : { port: u.port }),
+                source: u.source,
+                decoded: u.decoded,
+                ...(u.error === null ? {} : { error: u.error }),
+              })),
+              next: page.next,
+            },
+          };
         },
       },
     },

@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ServiceError } from '../core/errors.js';
+import type { OutpostConfig } from '../core/config.js';
+import type { Clock } from '../core/time.js';
+import type { Logger } from '../ops/logger.js';
+import type { Store, DeviceRecord } from '../store/store.js';
+import { AbclDocumentCache, compileCodec, type CodecSettings, type DeviceCodec } from '../codec/index.js';
+import { isPlainObject, member } from './messages.js';
+
+/** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/`. */
+const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));
+
+export interface StoredCodecSettings {
+  uplink: { format: string; document?: unknown; script?: string; file?: string };
+  downlink?: { format: string; document?: unknown; script?: string; file?: string; port?: number };
+}
+
+function readReferencedFile(file: string, dataDir: string, where: string): string {
+  const candidates = isAbsolute(file) ? [file] : [resolve(dataDir, file), join(SHIPPED_ABCL_DIR, file)];
+  for (const path of candidates) {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      // try the next place
+    }
+  }
+  throw new ServiceError('CODEC_INVALID', `${where}.file ${JSON.stringify(file)} not found in ${candidates.join(' or ')}`);
+}
+
+/** Validates the shape of a codec settings body (keys in any case) and returns it normalised. */
+export function parseCodecSettings(body: unknown): StoredCodecSettings {
+  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'codec settings must be a JSON object {"uplink", "downlink"?}');
+  const side = (raw: unknown, name: string) => {
+    if (!isPlainObject(raw)) throw new ServiceError('INVALID_BODY', `"${name}" must be an object with a "format"`);
+    const format = member(raw, 'format');
+    if (typeof format !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.format" must be a string`);
+    const out: Record<string, unknown> = { format };
+    for (const key of ['document', 'script', 'file', 'port']) {
+      const v = member(raw, key);
+      if (v !== undefined && v !== null) out[key] = v;
+    }
+    if (out.script !== undefined && typeof out.script !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.script" must be a string`);
+    if (out.file !== undefined && typeof out.file !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.file" must be a string`);
+    return out;
+  };
+  const settings: StoredCodecSettings = { uplink: side(member(body, 'uplink') ?? { format: 'auto' }, 'uplink') as StoredCodecSettings['uplink'] };
+  const downlink = member(body, 'downlink');
+  if (downlink !== undefined && downlink !== null) settings.downlink = side(downlink, 'downlink') as StoredCodecSettings['downlink'];
+  return settings;
+}
+
+/**
+ * One compiled codec per device (contract §5), compiled when its settings are set or the daemon
+ * starts, never on the hot path. A device without settings uses the built-in `auto` decoding.
+ */
+export class DeviceCodecs {
+  readonly #compiled = new Map<string, { source: string; codec: DeviceCodec }>();
+  readonly #abclCache = new AbclDocumentCache();
+  readonly #config: OutpostConfig;
+  readonly #logger: Logger;
+
+  constructor(config: OutpostConfig, logger: Logger) {
+    this.#config = config;
+    this.#logger = logger;
+  }
+
+  /** The compiled codec of a device, if it has settings and they compiled. */
+  get(device: DeviceRecord): DeviceCodec | undefined {
+    return this.#compiled.get(device.id)?.codec;
+  }
+
+  /** Compiles settings (resolving `file` references); refuses with every problem listed. */
+  async compile(settings: StoredCodecSettings): Promise<{ codec: DeviceCodec; warnings: string[] }> {
+    const resolved = structuredClone(settings) as StoredCodecSettings;
+    for (const [name, side] of [['uplink', resolved.uplink], ['downlink', resolved.downlink]] as const) {
+      if (!side?.file) continue;
+      const text = readReferencedFile(side.file, this.#config.dataDir, name);
+      if (side.format === 'js') side.script = text;
+      else side.document = text;
+    }
+    const result = await compileCodec(resolved as CodecSettings, { js: this.#config.codec.js, abclCache: this.#abclCache });
+    if (!result.ok || !result.codec) {
+      throw new ServiceError('CODEC_INVALID', `codec settings do not load (${result.errors.length} problem(s), listed in "errors")`, { details: { errors: result.errors, warnings: result.warnings } });
+    }
+    return { codec: result.codec, warnings: result.warnings };
+  }
+
+  /** Makes a compiled codec the device's active one, disposing the previous. */
+  activate(deviceId: string, source: string, codec: DeviceCodec): void {
+    const previous = this.#compiled.get(deviceId);
+    this.#compiled.set(deviceId, { source, codec });
+    if (previous && previous.codec !== codec) previous.codec.dispose();
+  }
+
+  /**
+   * Brings the compiled set in line with the database: at start, and after the CLI changed codec
+   * settings from another process. Devices whose stored settings did not change are left alone.
+   */
+  async syncFromStore(store: Store): Promise<void> {
+    const seen = new Set<string>();
+    for (const device of store.listDevices()) {
+      if (!device.codec) continue;
+      seen.add(device.id);
+      if (this.#compiled.get(device.id)?.source === device.codec) continue;
+      try {
+        const { codec } = await this.compile(JSON.parse(device.codec) as StoredCodecSettings);
+        this.activate(device.id, device.codec, codec);
+      } catch (err) {
+        this.#logger.warn({ deviceId: device.id, err: (err as Error).message }, 'stored codec settings do not load; the device decodes with built-in formats');
+      }
+    }
+    for (const [id, entry] of this.#compiled) {
+      if (!seen.has(id)) {
+        entry.codec.dispose();
+        this.#compiled.delete(id);
+      }
+    }
+  }
+
+  dispose(): void {
+    for (const entry of this.#compiled.values()) entry.codec.dispose();
+    this.#compiled.clear();
+  }
+}
+
+/** Applies new codec settings to a device: compile first, so a bad one leaves the old active. */
+export async function setDeviceCodec(store: Store, codecs: DeviceCodecs, clock: Clock, device: DeviceRecord, body: unknown) {
+  const settings = parseCodecSettings(body);
+  const { codec, warnings } = await codecs.compile(settings);
+  const source = JSON.stringify(settings);
+  store.updateDevice(device.id, { payloadFormat: settings.uplink.format, codec: source }, clock.now());
+  codecs.activate(device.id, source, codec);
+  return { ...codecSettingsView(store.getDevice(device.id)!), warnings };
+}
+
+export function codecSettingsView(device: DeviceRecord): { uplink: unknown; downlink: unknown } {
+  if (!device.codec) return { uplink: { format: device.payloadFormat }, downlink: { format: 'cbor' } };
+  const settings = JSON.parse(device.codec) as StoredCodecSettings;
+  return { uplink: settings.uplink, downlink: settings.downlink ?? { format: 'cbor' } };
+}
