@@ -1,4 +1,4 @@
-import { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC, type QuickJSWASMModule } from 'quickjs-emscripten';
+import type { QuickJSWASMModule } from 'quickjs-emscripten';
 
 const MIB = 1024 * 1024;
 const WASM_PAGE = 64 * 1024;
@@ -17,7 +17,9 @@ export interface QuickJSModuleOptions {
 export const DEFAULT_MAX_HEAP_BYTES = 256 * MIB;
 
 /** A new module with its own bounded heap (tests and tools; the daemon uses the shared one). */
-export function createQuickJSModule(options: QuickJSModuleOptions = {}): Promise<QuickJSWASMModule> {
+export async function createQuickJSModule(options: QuickJSModuleOptions = {}): Promise<QuickJSWASMModule> {
+  // Imported on first use: a gateway whose devices use no JS codec never pays its memory (~3 MB).
+  const { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC } = await import('quickjs-emscripten');
   const maximum = Math.ceil((options.maxHeapBytes ?? DEFAULT_MAX_HEAP_BYTES) / WASM_PAGE);
   const memory = new WebAssembly.Memory({ initial: Math.min(maximum, (16 * MIB) / WASM_PAGE), maximum });
   return newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmMemory: memory }));

@@ -1,0 +1,28 @@
+// `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
+// each printing its table and writing bench/results/<name>.json. Not part of the tests.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec picks a subset.
+import { benchHttp } from './http.js';
+import { benchCodecs } from './codec.js';
+import { printTable, saveResults, type BenchRow } from './lib.js';
+
+delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
+
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec').split(','));
+
+if (only.has('codec')) {
+  const rows = await benchCodecs();
+  printTable('Codecs (operations per second; ratio = codec / baseline)', rows);
+  console.log(`written: ${saveResults('codec', rows)}`);
+}
+if (only.has('http')) {
+  const rows = await benchHttp();
+  printTable('HTTP', rows);
+  console.log(`written: ${saveResults('http', rows)}`);
+}
+if (only.has('mqtt')) {
+  const { benchMqtt, formatMqttTable } = await import('./mqtt.js');
+  const rows = await benchMqtt();
+  console.log('\nMQTT\n');
+  console.log(formatMqttTable(rows));
+  console.log(`written: ${saveResults('mqtt', rows as unknown as BenchRow[])}`);
+}
