@@ -275,8 +275,11 @@ function readMap(reader: CborReader, head: Head, depth: number, what: string): J
   return result;
 }
 
-/** The time element of a data point (B.1.1); undefined when absent or unusable. */
-function readDataPointTime(reader: CborReader, depth: number): string | undefined {
+/**
+ * Reads an optional element of a data point (B.1.1): null is consumed and gives undefined;
+ * otherwise the value, with the tag number when it has a tag head.
+ */
+function readDataPointElement(reader: CborReader, depth: number, what: string): { tag: Argument | undefined; content: JsonValue | Uint8Array } | undefined {
   const initial = reader.peekByte();
   if (initial === 0xf6) {
     reader.readHead();
@@ -284,7 +287,14 @@ function readDataPointTime(reader: CborReader, depth: number): string | undefine
   }
   let tag: Argument | undefined;
   if (initial >> 5 === 6) tag = reader.readHead().argument!;
-  const content = readValue(reader, depth + 1, 'data point time', false);
+  return { tag, content: readValue(reader, depth + 1, what, false) };
+}
+
+/** The time element of a data point (B.1.1); undefined when absent or unusable. */
+function readDataPointTime(reader: CborReader, depth: number): string | undefined {
+  const element = readDataPointElement(reader, depth, 'data point time');
+  if (element === undefined) return undefined;
+  const { tag, content } = element;
   let iso: string | undefined;
   if ((tag === undefined || tag === TAG_EPOCH) && typeof content === 'number') iso = epochMillisToIso(content * 1000);
   else if ((tag === undefined || tag === TAG_DATETIME_STRING) && typeof content === 'string') iso = parseTimestampString(content);
@@ -310,15 +320,10 @@ function extendedTime(map: JsonObject): string | undefined {
 }
 
 function readDataPointGeo(reader: CborReader, depth: number): JsonObject | undefined {
-  const initial = reader.peekByte();
-  if (initial === 0xf6) {
-    reader.readHead();
-    return undefined;
-  }
-  let tag: Argument | undefined;
-  if (initial >> 5 === 6) tag = reader.readHead().argument!;
-  const content = readValue(reader, depth + 1, 'data point location', false) as JsonValue;
-  const geo = tag === undefined || tag === TAG_GEO ? geoFrom(content, true) : undefined;
+  const element = readDataPointElement(reader, depth, 'data point location');
+  if (element === undefined) return undefined;
+  const { tag, content } = element;
+  const geo = tag === undefined || tag === TAG_GEO ? geoFrom(content as JsonValue, true) : undefined;
   if (geo === undefined) reader.warnings.push('data point location is not an array of 2 to 4 numbers; dropped');
   return geo;
 }

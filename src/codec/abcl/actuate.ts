@@ -5,6 +5,7 @@ import { makeFieldWriter, type EncodeProblems, type FieldWriter } from './field-
 import { indexPath, memberPath, type LoadProblems } from './problems.js';
 import { checkComment, compileSelectorSpec } from './selector.js';
 import { compileAssetName } from './sense.js';
+import { statementObject } from './statement.js';
 
 interface ActuateStatement {
   /** Undefined for a constant field. */
@@ -23,26 +24,15 @@ export interface CompiledActuate {
 
 const ACTUATE_KEYS = new Set(['asset', 'const', 'field', 'comment']);
 
-function compileActuateStatement(element: JsonValue, path: string, problems: LoadProblems, into: ActuateStatement[], ends: number[]): void {
-  if (Array.isArray(element)) {
-    element.forEach((child, index) => compileActuateStatement(child, indexPath(path, index), problems, into, ends));
-    return;
-  }
-  if (!isJsonObject(element)) {
-    problems.error(path, `must be a statement object or a nested block, not ${element === null ? 'null' : typeof element}`);
-    return;
-  }
-  const keys = Object.keys(element);
-  if (keys.length === 1 && keys[0] === 'comment') {
-    checkComment(element, path, problems);
-    return;
-  }
+function compileActuateStatement(node: JsonValue, path: string, problems: LoadProblems, into: ActuateStatement[], ends: number[]): void {
+  const element = statementObject(node, path, problems, (child, childPath) => compileActuateStatement(child, childPath, problems, into, ends));
+  if (element === undefined) return;
   if (hasMember(element, 'switch')) {
     problems.error(memberPath(path, 'switch'), 'is not supported in actuate');
     return;
   }
   const errorsBefore = problems.errors.length;
-  for (const key of keys) {
+  for (const key of Object.keys(element)) {
     if (key === 'value' || key === 'at') problems.error(memberPath(path, key), 'belongs to sense and is not allowed in an actuate statement');
     else if (!ACTUATE_KEYS.has(key)) problems.warning(memberPath(path, key), 'is not an actuate statement key; ignored');
   }

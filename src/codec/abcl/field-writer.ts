@@ -1,7 +1,7 @@
 // Writers for actuate fields (codecs.md A.11.3, A.11.4), specialised once per field.
 import type { JsonValue } from '../types.js';
 import { describeJsonType } from '../json.js';
-import { roundHalfAwayFromZero } from './expression.js';
+import { roundHalfAwayFromZero, type CompiledExpression } from './expression.js';
 import { numberToFloat16Bits } from './float16.js';
 import type { BinarySelectorSpec } from './selector.js';
 
@@ -76,6 +76,32 @@ function numericInput(value: JsonValue): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
+/**
+ * The number a numeric field is to hold: the commanded value (a finite number, or a boolean as
+ * 1/0) put through the field's calculation. Reports an error and returns undefined when the value
+ * is not numeric or the calculation fails.
+ */
+function commandedNumber(
+  value: JsonValue,
+  subject: string,
+  calculation: CompiledExpression | undefined,
+  calculationText: string | undefined,
+  problems: EncodeProblems,
+): number | undefined {
+  const v = numericInput(value);
+  if (v === undefined) {
+    problems.errors.push(`${subject}: value must be a finite number or a boolean, got ${describeJsonType(value)}`);
+    return undefined;
+  }
+  if (calculation === undefined) return v;
+  const result = calculation(v);
+  if (result !== result) {
+    problems.errors.push(`${subject}: calculation "${calculationText}" failed for val = ${v} (division by zero or non-finite result)`);
+    return undefined;
+  }
+  return result;
+}
+
 function makeIntegerWriter(spec: BinarySelectorSpec, subject: string): FieldWriter {
   const width = spec.bits ? spec.bits.bitLength : 8 * spec.length;
   const { signed, calculation, calculationText } = spec;
@@ -87,19 +113,8 @@ function makeIntegerWriter(spec: BinarySelectorSpec, subject: string): FieldWrit
   const bigMax = signed ? (1n << BigInt(width - 1)) - 1n : (1n << BigInt(width)) - 1n;
   const rangeText = `${signed ? 'signed' : 'unsigned'} ${width}-bit range ${exact ? min : bigMin}..${exact ? max : bigMax}`;
   return (buffer, value, problems) => {
-    let v = numericInput(value);
-    if (v === undefined) {
-      problems.errors.push(`${subject}: value must be a finite number or a boolean, got ${describeJsonType(value)}`);
-      return false;
-    }
-    if (calculation !== undefined) {
-      const result = calculation(v);
-      if (result !== result) {
-        problems.errors.push(`${subject}: calculation "${calculationText}" failed for val = ${v} (division by zero or non-finite result)`);
-        return false;
-      }
-      v = result;
-    }
+    const v = commandedNumber(value, subject, calculation, calculationText, problems);
+    if (v === undefined) return false;
     const rounded = roundHalfAwayFromZero(v) + 0; // + 0 turns −0 into 0
     if (Math.abs(rounded - v) > ROUNDING_TOLERANCE) problems.warnings.push(`${subject}: ${v} is not an integer; rounded to ${rounded}`);
     if (exact ? rounded < min || rounded > max : BigInt(rounded) < bigMin || BigInt(rounded) > bigMax) {
@@ -116,19 +131,8 @@ function makeFloatWriter(spec: BinarySelectorSpec, subject: string): FieldWriter
   const { byte, little, calculation, calculationText } = spec;
   const width = spec.floatWidth!;
   return (buffer, value, problems) => {
-    let v = numericInput(value);
-    if (v === undefined) {
-      problems.errors.push(`${subject}: value must be a finite number or a boolean, got ${describeJsonType(value)}`);
-      return false;
-    }
-    if (calculation !== undefined) {
-      const result = calculation(v);
-      if (result !== result) {
-        problems.errors.push(`${subject}: calculation "${calculationText}" failed for val = ${v} (division by zero or non-finite result)`);
-        return false;
-      }
-      v = result;
-    }
+    const v = commandedNumber(value, subject, calculation, calculationText, problems);
+    if (v === undefined) return false;
     const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
     if (width === 8) {
       view.setFloat64(byte, v, little);

@@ -7,6 +7,7 @@ import { makeJsonReader } from './json-reader.js';
 import { indexPath, memberPath, type LoadProblems } from './problems.js';
 import { checkComment, compileSelectorSpec, type SelectorSpec } from './selector.js';
 import type { SenseRun, SenseStatement, ValueReader } from './sense-run.js';
+import { statementObject } from './statement.js';
 
 const MAPPING_KEYS = new Set(['asset', 'value', 'at', 'comment']);
 const SWITCH_KEYS = new Set(['switch', 'on', 'comment']);
@@ -217,20 +218,9 @@ function compileSwitch(statement: JsonObject, path: string, problems: LoadProble
   };
 }
 
-function compileSenseStatement(element: JsonValue, path: string, problems: LoadProblems, into: SenseStatement[]): void {
-  if (Array.isArray(element)) {
-    element.forEach((child, index) => compileSenseStatement(child, indexPath(path, index), problems, into));
-    return;
-  }
-  if (!isJsonObject(element)) {
-    problems.error(path, `must be a statement object or a nested block, not ${element === null ? 'null' : typeof element}`);
-    return;
-  }
-  const keys = Object.keys(element);
-  if (keys.length === 1 && keys[0] === 'comment') {
-    checkComment(element, path, problems);
-    return;
-  }
+function compileSenseStatement(node: JsonValue, path: string, problems: LoadProblems, into: SenseStatement[]): void {
+  const element = statementObject(node, path, problems, (child, childPath) => compileSenseStatement(child, childPath, problems, into));
+  if (element === undefined) return;
   const isMapping = hasMember(element, 'asset') || hasMember(element, 'value');
   const isSwitch = hasMember(element, 'switch');
   let statement: SenseStatement | undefined;

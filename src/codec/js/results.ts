@@ -24,6 +24,18 @@ function optionalList(result: { [key: string]: JsonValue }, key: 'warnings' | 'e
   return Array.isArray(list) ? messages(list) : false;
 }
 
+/**
+ * The optional "warnings" and "errors" members of a decodeUplink/encodeDownlink result (C.2, C.3),
+ * absent ones as empty lists; a string says why the result is invalid.
+ */
+function resultMessages(result: { [key: string]: JsonValue }): { warnings: string[]; errors: string[] } | string {
+  const warnings = optionalList(result, 'warnings');
+  const errors = optionalList(result, 'errors');
+  if (warnings === false) return '"warnings" must be an array';
+  if (errors === false) return '"errors" must be an array';
+  return { warnings: warnings ?? [], errors: errors ?? [] };
+}
+
 function statesFromData(data: { [key: string]: JsonValue }): { [asset: string]: DecodedState } {
   const states: { [asset: string]: DecodedState } = {};
   for (const [asset, value] of Object.entries(data)) setMember(states, asset, { value });
@@ -33,13 +45,12 @@ function statesFromData(data: { [key: string]: JsonValue }): { [asset: string]: 
 /** `decodeUplink` → `{data, warnings?, errors?}`. */
 export function interpretDecodeUplink(result: JsonValue): DecodeResult {
   if (!isJsonObject(result)) return invalidDecode('decodeUplink must return an object with "data"');
-  const warnings = optionalList(result, 'warnings');
-  const errors = optionalList(result, 'errors');
-  if (warnings === false) return invalidDecode('"warnings" must be an array');
-  if (errors === false) return invalidDecode('"errors" must be an array');
-  if (errors !== undefined && errors.length > 0) return { states: {}, warnings: warnings ?? [], errors };
+  const listed = resultMessages(result);
+  if (typeof listed === 'string') return invalidDecode(listed);
+  const { warnings, errors } = listed;
+  if (errors.length > 0) return { states: {}, warnings, errors };
   if (!isJsonObject(result.data)) return invalidDecode('"data" must be a plain object');
-  return { states: statesFromData(result.data), warnings: warnings ?? [], errors: [] };
+  return { states: statesFromData(result.data), warnings, errors: [] };
 }
 
 /** Legacy `Decoder(bytes, port)` → the data object, or null/undefined for no states. */
@@ -97,15 +108,14 @@ function validPort(port: JsonValue | undefined): boolean {
 /** `encodeDownlink` → `{bytes, fPort?, warnings?, errors?}`. */
 export function interpretEncodeDownlink(result: JsonValue): EncodeResult {
   if (!isJsonObject(result)) return invalidEncode('encodeDownlink must return an object with "bytes"');
-  const warnings = optionalList(result, 'warnings');
-  const errors = optionalList(result, 'errors');
-  if (warnings === false) return invalidEncode('"warnings" must be an array');
-  if (errors === false) return invalidEncode('"errors" must be an array');
-  if (errors !== undefined && errors.length > 0) return { bytes: EMPTY, warnings: warnings ?? [], errors };
+  const listed = resultMessages(result);
+  if (typeof listed === 'string') return invalidEncode(listed);
+  const { warnings, errors } = listed;
+  if (errors.length > 0) return { bytes: EMPTY, warnings, errors };
   const bytes = byteArray(result.bytes);
   if (typeof bytes === 'string') return invalidEncode(bytes);
   if (result.fPort !== undefined && result.fPort !== null && !validPort(result.fPort)) return invalidEncode(`fPort must be an integer from 1 to 223 (got ${JSON.stringify(result.fPort)})`);
-  const encoded: EncodeResult = { bytes, warnings: warnings ?? [], errors: [] };
+  const encoded: EncodeResult = { bytes, warnings, errors: [] };
   if (typeof result.fPort === 'number') encoded.fPort = result.fPort;
   return encoded;
 }
