@@ -10,15 +10,19 @@ import { StatePipeline } from './pipeline/ingest.js';
 import { Registry } from './pipeline/registry.js';
 import { CommandRouter } from './pipeline/commands.js';
 import { DeviceStateDecoder } from './pipeline/decoders.js';
+import { DeviceCodecs } from './pipeline/device-codecs.js';
 import { HistoryPruner } from './pipeline/retention.js';
 import { MetricsRegistry } from './ops/metrics.js';
 import type { Logger } from './ops/logger.js';
 import { createHttpServer } from './transport/http/server.js';
+import { MqttDoor } from './transport/mqtt/door.js';
 import { apiRoutes } from './transport/http/routes.js';
 import { programVersion } from './version.js';
 
 export interface DaemonPorts {
   http?: number;
+  mqtt?: number;
+  mqttTls?: number;
 }
 
 /**
@@ -37,10 +41,12 @@ export class Daemon {
   readonly commands: CommandRouter;
   readonly metrics = new MetricsRegistry();
   readonly rateLimiter: RateLimiter;
-  readonly decoders = new DeviceStateDecoder();
+  readonly codecs: DeviceCodecs;
+  readonly decoders: DeviceStateDecoder;
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   #http: Server | undefined;
+  #mqtt: MqttDoor | undefined;
   #timers: NodeJS.Timeout[] = [];
 
   constructor(config: OutpostConfig, logger: Logger, clock: Clock = systemClock) {
@@ -56,6 +62,15 @@ export class Daemon {
     this.registry = new Registry(this.catalog, clock, config.limits);
     this.commands = new CommandRouter(this.catalog, this.pipeline, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
+    this.codecs = new DeviceCodecs(config, logger);
+    this.decoders = new DeviceStateDecoder(this.store, this.codecs, clock);
+    this.decoders.onWarnings = (device, warnings) => {
+      for (const warning of warnings) this.pipeline.reportRefusal(device.id, `device/${device.id}/state`, { asset: '', code: 'DECODE_WARNING', error: warning });
+    };
+    // Codec settings changed by the CLI from another process are recompiled here, off the hot path.
+    this.catalog.on('externalChange', () => {
+      this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
+    });
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
   }
@@ -81,6 +96,7 @@ export class Daemon {
 
   async start(): Promise<DaemonPorts> {
     const ports: DaemonPorts = {};
+    await this.codecs.syncFromStore(this.store);
     if (this.config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
       this.#http = createHttpServer({
@@ -90,6 +106,8 @@ export class Daemon {
           pipeline: this.pipeline,
           commands: this.commands,
           decoders: this.decoders,
+          codecs: this.codecs,
+          clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
         }),
@@ -101,6 +119,21 @@ export class Daemon {
         requestsByStatus,
       });
       ports.http = await listen(this.#http, this.config.http.port, this.config.http.host);
+    }
+    if (this.config.mqtt.enabled) {
+      this.#mqtt = new MqttDoor({
+        config: this.config.mqtt,
+        catalog: this.catalog,
+        pipeline: this.pipeline,
+        registry: this.registry,
+        commands: this.commands,
+        decoders: this.decoders,
+        rateLimiter: this.rateLimiter,
+        metrics: this.metrics,
+        logger: this.logger,
+        clock: this.clock,
+      });
+      Object.assign(ports, await this.#mqtt.start());
     }
     this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
@@ -120,7 +153,10 @@ export class Daemon {
       await closed;
       clearTimeout(deadline);
     }
+    // MQTT after HTTP, before the last commit: states in flight still reach the database.
+    if (this.#mqtt) await this.#mqtt.stop();
     this.writer.flush();
+    this.codecs.dispose();
     this.store.close();
   }
 }

@@ -1,0 +1,564 @@
+import { createServer, type Server, type AddressInfo } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
+import type { OutpostConfig } from '../../core/config.js';
+import { ServiceError, isServiceError } from '../../core/errors.js';
+import { canCommand, type Principal } from '../../core/access.js';
+import type { RateLimiter } from '../../core/rate-limit.js';
+import type { Clock } from '../../core/time.js';
+import type { Catalog } from '../../store/catalog.js';
+import type { StatePipeline, StateEvent, RefusalEvent } from '../../pipeline/ingest.js';
+import { echoPayload, feedPayload } from '../../pipeline/ingest.js';
+import type { CommandRouter } from '../../pipeline/commands.js';
+import type { Registry } from '../../pipeline/registry.js';
+import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
+import { hasMember, isPlainObject, parseJson, parseMqttAssetState } from '../../pipeline/messages.js';
+import type { MetricsRegistry, Counter, Histogram } from '../../ops/metrics.js';
+import type { Logger } from '../../ops/logger.js';
+import { maySubscribe } from './acl.js';
+import { RetainedFeed, feedMessage } from './retained-feed.js';
+import { MqttCommandSink } from './command-sink.js';
+import { assetTopic, errorsTopic, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
+
+export interface MqttDoorDeps {
+  config: OutpostConfig['mqtt'];
+  catalog: Catalog;
+  pipeline: StatePipeline;
+  registry: Registry;
+  commands: CommandRouter;
+  decoders: DeviceStateDecoder;
+  rateLimiter: RateLimiter;
+  metrics: MetricsRegistry;
+  logger: Logger;
+  clock: Clock;
+}
+
+export interface MqttPorts {
+  mqtt: number;
+  mqttTls?: number;
+}
+
+/** What the door knows about a connection once its token checked out. */
+interface Session {
+  principal: Principal;
+}
+
+type PublishCallback = (error?: Error | null) => void;
+
+const noop = () => {};
+
+/**
+ * A counter by one label, counted in plain numbers on the hot path and added to the registry's
+ * counter once a second (formatting Prometheus labels for every message costs more than the count).
+ */
+class LabelledCount {
+  readonly #counts = new Map<string, number>();
+  constructor(
+    readonly counter: Counter,
+    readonly label: string,
+  ) {}
+
+  inc(value: string): void {
+    this.#counts.set(value, (this.#counts.get(value) ?? 0) + 1);
+  }
+
+  flush(): void {
+    for (const [value, n] of this.#counts) if (n > 0) this.counter.inc({ [this.label]: value }, n);
+    this.#counts.clear();
+  }
+}
+
+/** The refusal of an unauthorized publish: aedes closes the connection when authorizePublish errs. */
+class PublishNotAllowed extends Error {
+  override name = 'PublishNotAllowed';
+}
+
+function connectRefusal(code: 4 | 5, message: string): AuthenticateError {
+  const err = new Error(message) as AuthenticateError;
+  err.returnCode = code;
+  return err;
+}
+
+function asBuffer(payload: Buffer | string): Buffer {
+  return typeof payload === 'string' ? Buffer.from(payload) : payload;
+}
+
+/**
+ * The MQTT door (contract §4): an embedded aedes broker whose hooks turn publishes into pipeline
+ * requests and enforce the token ACLs. Everything subscribers receive is published by the service
+ * itself (echo and feed after the commit, commands through the router, errors, retained feed); the
+ * packets clients publish are never forwarded as they are.
+ */
+export class MqttDoor {
+  readonly #deps: MqttDoorDeps;
+  readonly #sessions = new WeakMap<Client, Session>();
+  readonly #byToken = new Map<string, Set<Client>>();
+  readonly #byDevice = new Map<string, Set<Client>>();
+  /** Sessions of application tokens: with the device's own sessions, the only possible feed/echo subscribers. */
+  readonly #appClients = new Set<Client>();
+  readonly retained = new RetainedFeed();
+  readonly #servers: Server[] = [];
+  #broker: Aedes | undefined;
+  #sink: MqttCommandSink | undefined;
+  readonly #payloadLimit: number;
+  readonly #messagesIn: LabelledCount;
+  readonly #messagesOut: LabelledCount;
+  readonly #refused: LabelledCount;
+  readonly #connections: LabelledCount;
+  #flushTimer: NodeJS.Timeout | undefined;
+  readonly #pubackSeconds: Histogram;
+  readonly #onState = (event: StateEvent) => this.#publishState(event);
+  readonly #onRefused = (event: RefusalEvent) => this.#publishRefusal(event);
+
+  constructor(deps: MqttDoorDeps) {
+    this.#deps = deps;
+    this.#payloadLimit = deps.config.payloadLimit;
+    const m = deps.metrics;
+    m.gauge('outpost_mqtt_connections', 'MQTT connections open now', () => this.#broker?.connectedClients ?? 0);
+    this.#connections = new LabelledCount(m.counter('outpost_mqtt_connections_total', 'MQTT connection attempts by result (accepted, refused)'), 'result');
+    this.#messagesIn = new LabelledCount(m.counter('outpost_mqtt_messages_in_total', 'MQTT messages received, by topic kind'), 'kind');
+    this.#messagesOut = new LabelledCount(m.counter('outpost_mqtt_messages_out_total', 'MQTT messages delivered to subscribers, by topic kind'), 'kind');
+    this.#refused = new LabelledCount(m.counter('outpost_mqtt_refused_total', 'MQTT messages and subscriptions refused, by code'), 'code');
+    this.#pubackSeconds = m.histogram('outpost_mqtt_puback_seconds', 'Time from a QoS 1 state publish to its PUBACK (includes the commit)', [
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+    ]);
+    m.gauge('outpost_mqtt_retained_feed_messages', 'Latest feed messages held for new subscribers', () => this.retained.size);
+  }
+
+  async start(): Promise<MqttPorts> {
+    const { config, catalog, pipeline, registry, commands, logger } = this.#deps;
+    this.#loadRetained();
+    this.#flushTimer = setInterval(() => this.#flushCounts(), 1000).unref();
+    const broker = await Aedes.createBroker({
+      id: 'outpost',
+      // Slow or frozen subscribers are cut off instead of holding buffers forever.
+      drainTimeout: 20_000,
+      connectTimeout: 15_000,
+      heartbeatInterval: 60_000,
+      // MQTT 3.1 limits client ids to 23 characters; SDKs send longer ones and brokers accept them.
+      maxClientsIdLength: 256,
+      preConnect: (_client, packet, done) => {
+        // Sessions are always clean: commands reach only current subscribers (contract §4), and
+        // the service keeps no per-client queues in memory. CONNACK says "no session present".
+        packet.clean = true;
+        done(null, true);
+      },
+      authenticate: (client, username, _password, done) => this.#authenticate(client, username, done),
+      authorizePublish: (client, packet, done) => this.#authorizePublish(client, packet, done),
+      authorizeSubscribe: (client, sub, done) => this.#authorizeSubscribe(client, sub, done),
+      authorizeForward: (_client, packet) => this.#authorizeForward(packet),
+    });
+    this.#broker = broker;
+    // Every packet a client publishes is consumed by the service (states go to the pipeline, commands
+    // to the router, anything else is refused) and what subscribers get is re-published by it. aedes
+    // would still route each client packet after authorizePublish calls back (a Packet, an offline
+    // queue lookup and a topic match per message, for nobody: authorizeForward drops them anyway), so
+    // publishes that come from a client stop here; the service's own publishes (no client) go through.
+    const route = broker.publish.bind(broker) as (packet: PublishPacket, done: (err?: Error) => void) => void;
+    (broker as unknown as { publish: unknown }).publish = (packet: PublishPacket, client: unknown, done?: (err?: Error) => void) => {
+      if (typeof client === 'function') return route(packet, client as (err?: Error) => void);
+      if (client == null) return route(packet, done ?? noop);
+      done?.();
+    };
+    broker.on('client', (client) => this.#registerSession(client));
+    broker.on('clientDisconnect', (client) => this.#unregisterSession(client));
+    broker.on('subscribe', (subs, client) => this.#deliverRetained(subs, client));
+    broker.on('clientError', (client, err) => logger.debug({ clientId: client.id, err: err.message }, 'mqtt client error'));
+    broker.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'mqtt connection error'));
+    broker.on('error' as 'closed', (err?: unknown) => logger.error({ err }, 'mqtt broker error'));
+
+    pipeline.on('state', this.#onState);
+    pipeline.on('refused', this.#onRefused);
+    registry.on('tokenRevoked', this.#onTokenRevoked);
+    registry.on('assetDeleted', this.#onAssetDeleted);
+    registry.on('deviceDeleted', this.#onDeviceDeleted);
+    catalog.on('externalChange', this.#onExternalChange);
+    this.#sink = new MqttCommandSink(broker, this.#byDevice);
+    commands.addSink(this.#sink);
+
+    const plain = createServer(broker.handle);
+    this.#servers.push(plain);
+    const ports: MqttPorts = { mqtt: await listen(plain, config.port, config.host) };
+    if (config.tls.enabled) {
+      if (!config.tls.cert || !config.tls.key) throw new Error('mqtt.tls.enabled needs mqtt.tls.cert and mqtt.tls.key');
+      const secure = createTlsServer({ cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) }, broker.handle);
+      this.#servers.push(secure as unknown as Server);
+      ports.mqttTls = await listen(secure as unknown as Server, config.tls.port, config.host);
+    }
+    return ports;
+  }
+
+  /** Stops accepting, closes every session (in-flight states still commit: the daemon flushes after). */
+  async stop(): Promise<void> {
+    const { catalog, pipeline, registry } = this.#deps;
+    const closed = this.#servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    if (this.#broker) {
+      const broker = this.#broker;
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+    }
+    await Promise.all(closed);
+    clearInterval(this.#flushTimer);
+    this.#flushCounts();
+    pipeline.off('state', this.#onState);
+    pipeline.off('refused', this.#onRefused);
+    registry.off('tokenRevoked', this.#onTokenRevoked);
+    registry.off('assetDeleted', this.#onAssetDeleted);
+    registry.off('deviceDeleted', this.#onDeviceDeleted);
+    catalog.off('externalChange', this.#onExternalChange);
+  }
+
+  #flushCounts(): void {
+    for (const c of [this.#connections, this.#messagesIn, this.#messagesOut, this.#refused]) c.flush();
+  }
+
+  // ---- retained feed
+
+  #loadRetained(): void {
+    const { catalog } = this.#deps;
+    for (const latest of catalog.store.allLatestStates()) {
+      const asset = catalog.assetById(latest.assetId);
+      if (!asset) continue;
+      this.retained.offer(asset.deviceId, asset.name, latest.at, latest.valueJson);
+    }
+  }
+
+  #deliverRetained(subs: Subscription[], client: Client): void {
+    const sent = new Set<string>();
+    for (const sub of subs) {
+      if ((sub.qos as number) === 128) continue;
+      for (const message of this.retained.matching(sub.topic)) {
+        if (sent.has(message.topic)) continue;
+        sent.add(message.topic);
+        client.publish({ cmd: 'publish', topic: message.topic, payload: Buffer.from(feedMessage(message)), qos: Math.min(sub.qos, 1) as 0 | 1, retain: true, dup: false }, noop);
+      }
+    }
+  }
+
+  // ---- sessions
+
+  #authenticate(client: Client, username: string | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void): void {
+    const principal = username ? this.#deps.catalog.principalForSecret(username) : undefined;
+    if (!principal) {
+      this.#connections.inc('refused');
+      // The password is never looked at, and neither it nor the user name is logged.
+      this.#deps.logger.info({ clientId: client.id, remote: client.conn && (client.conn as { remoteAddress?: string }).remoteAddress }, 'mqtt connection refused: unknown or revoked token');
+      done(connectRefusal(4, 'bad user name or password'), null);
+      return;
+    }
+    if (principal.kind === 'gateway') {
+      this.#connections.inc('refused');
+      done(connectRefusal(5, 'gateway tokens connect only to a central instance'), null);
+      return;
+    }
+    this.#sessions.set(client, { principal });
+    this.#connections.inc('accepted');
+    done(null, true);
+  }
+
+  #registerSession(client: Client): void {
+    const session = this.#sessions.get(client);
+    if (!session) return;
+    const { principal } = session;
+    addTo(this.#byToken, principal.tokenId, client);
+    if (principal.deviceId) addTo(this.#byDevice, principal.deviceId, client);
+    if (principal.kind === 'app') this.#appClients.add(client);
+    this.#deps.logger.debug({ clientId: client.id, tokenId: principal.tokenId, kind: principal.kind }, 'mqtt session opened');
+  }
+
+  #unregisterSession(client: Client): void {
+    const session = this.#sessions.get(client);
+    if (!session) return;
+    removeFrom(this.#byToken, session.principal.tokenId, client);
+    if (session.principal.deviceId) removeFrom(this.#byDevice, session.principal.deviceId, client);
+    this.#appClients.delete(client);
+  }
+
+  /**
+   * Whether anyone could be subscribed to a topic of this device: its own sessions or an app's. A
+   * cheap conservative test that saves the broker's routing work for the (common) case of nobody.
+   */
+  #mayHaveSubscribers(deviceId: string): boolean {
+    const own = this.#byDevice.get(deviceId);
+    if (own) for (const client of own) if (hasSubscriptions(client)) return true;
+    for (const client of this.#appClients) if (hasSubscriptions(client)) return true;
+    return false;
+  }
+
+  /** Revoking a token ends its live sessions (HTTP/daemon-side revocations). */
+  readonly #onTokenRevoked = (tokenId: string) => {
+    setImmediate(() => this.#closeToken(tokenId, 'token revoked'));
+  };
+
+  readonly #onAssetDeleted = (asset: { deviceId: string; name: string }) => this.retained.removeAsset(asset.deviceId, asset.name);
+  readonly #onDeviceDeleted = (deviceId: string) => this.retained.removeDevice(deviceId);
+
+  /** The CLI committed from another process: recheck the live sessions' tokens and the retained feed. */
+  readonly #onExternalChange = () => {
+    setImmediate(() => {
+      const { catalog } = this.#deps;
+      for (const tokenId of [...this.#byToken.keys()]) {
+        if (!catalog.isTokenLive(tokenId)) this.#closeToken(tokenId, 'token revoked');
+      }
+      for (const message of [...this.retained.matching('device/#')]) {
+        const [, deviceId, , name] = message.topic.split('/');
+        if (!catalog.assetByName(deviceId!, name!)) this.retained.removeAsset(deviceId!, name!);
+      }
+    });
+  };
+
+  #closeToken(tokenId: string, reason: string): void {
+    const clients = this.#byToken.get(tokenId);
+    if (!clients) return;
+    this.#byToken.delete(tokenId);
+    for (const client of clients) {
+      this.#deps.logger.info({ clientId: client.id, tokenId }, `mqtt session closed: ${reason}`);
+      client.close();
+    }
+  }
+
+  // ---- publishes from clients
+
+  #authorizePublish(client: Client | null, packet: PublishPacket, done: PublishCallback): void {
+    const session = client && this.#sessions.get(client);
+    if (!client || !session) {
+      done(new PublishNotAllowed('no session'));
+      return;
+    }
+    // Nothing a client publishes is stored as a broker retained message: the feed is the retained view.
+    packet.retain = false;
+    const topic = parsePublishTopic(packet.topic);
+    switch (topic.kind) {
+      case 'asset-state':
+      case 'asset-state-by-id':
+      case 'device-state':
+        this.#messagesIn.inc(topic.kind);
+        this.#statePublish(client, session.principal, packet, topic, done);
+        return;
+      case 'asset-command':
+      case 'asset-command-by-id':
+      case 'device-command':
+        this.#messagesIn.inc(topic.kind);
+        this.#commandPublish(client, session.principal, packet, topic, done);
+        return;
+      default:
+        this.#messagesIn.inc('other');
+        this.#notAllowed(client, session.principal, packet, 'no such topic', done);
+    }
+  }
+
+  #notAllowed(client: Client, principal: Principal, packet: PublishPacket, why: string, done: PublishCallback): void {
+    this.#refused.inc('FORBIDDEN');
+    this.#deps.logger.warn({ clientId: client.id, tokenId: principal.tokenId, topic: packet.topic, why }, 'mqtt publish not allowed: connection closed');
+    done(new PublishNotAllowed(`publish to ${packet.topic} not allowed: ${why}`));
+  }
+
+  /** A refusal the door detects before the pipeline (limits, unknown asset id): reported like the pipeline's. */
+  #refuse(deviceId: string, topic: string, err: ServiceError): void {
+    this.#refused.inc(err.code);
+    this.#deps.pipeline.reportRefusal(deviceId, topic, err);
+  }
+
+  #statePublish(
+    client: Client,
+    principal: Principal,
+    packet: PublishPacket,
+    topic: Extract<PublishTopic, { kind: 'asset-state' | 'asset-state-by-id' | 'device-state' }>,
+    done: PublishCallback,
+  ): void {
+    const { catalog, pipeline, rateLimiter, clock, decoders } = this.#deps;
+    const own = principal.kind === 'device' ? principal.deviceId : null;
+    if (!own) return this.#notAllowed(client, principal, packet, 'only a device token publishes states', done);
+    if (topic.kind === 'asset-state-by-id') {
+      const asset = catalog.assetById(topic.assetId);
+      if (!asset) {
+        this.#refuse(own, packet.topic, new ServiceError('ASSET_NOT_FOUND', `asset ${topic.assetId} not found`));
+        return done(null);
+      }
+      if (asset.deviceId !== own) return this.#notAllowed(client, principal, packet, 'asset of another device', done);
+    } else if (topic.deviceId !== own) {
+      return this.#notAllowed(client, principal, packet, 'topic of another device', done);
+    }
+    const payload = asBuffer(packet.payload);
+    if (payload.length > this.#payloadLimit) {
+      this.#refuse(own, packet.topic, new ServiceError('PAYLOAD_TOO_LARGE', `payload of ${payload.length} bytes is over the limit of ${this.#payloadLimit}`));
+      return done(null);
+    }
+    const wait = rateLimiter.take(principal.tokenId, clock.now());
+    if (wait > 0) {
+      this.#refuse(own, packet.topic, new ServiceError('RATE_LIMITED', `token over its rate limit; retry in ${wait} s`, { retryAfter: wait }));
+      return done(null);
+    }
+    const started = packet.qos > 0 ? performance.now() : 0;
+    const acknowledge = () => {
+      if (started) this.#pubackSeconds.observe((performance.now() - started) / 1000);
+      done(null);
+    };
+    const failed = (err: unknown) => this.#stateFailed(client, principal, packet, own, err, done);
+    if (topic.kind === 'device-state') {
+      pipeline
+        .publishDeviceState({
+          principal,
+          deviceId: own,
+          decode: (device) => decoders.decodeByDeviceFormat(device, payload, 'device state'),
+          source: 'mqtt',
+          topic: packet.topic,
+        })
+        .then((outcome) => {
+          for (const r of outcome.refused) this.#refused.inc(r.code);
+          acknowledge();
+        }, failed);
+      return;
+    }
+    pipeline
+      .publishAssetState({
+        principal,
+        target: topic.kind === 'asset-state' ? { deviceId: own, assetName: topic.assetName } : { assetId: topic.assetId },
+        parse: (asset) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`),
+        echo: payload,
+        source: 'mqtt',
+        topic: packet.topic,
+      })
+      .then(acknowledge, failed);
+  }
+
+  #stateFailed(client: Client, principal: Principal, packet: PublishPacket, own: string, err: unknown, done: PublishCallback): void {
+    if (!isServiceError(err)) {
+      this.#deps.logger.error({ err, clientId: client.id, topic: packet.topic }, 'mqtt state publish failed');
+      done(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    switch (err.code) {
+      case 'FORBIDDEN':
+        return this.#notAllowed(client, principal, packet, err.message, done);
+      case 'ASSET_NOT_FOUND':
+      case 'DEVICE_NOT_FOUND':
+        // Found missing while resolving the target, before the pipeline reports refusals itself.
+        this.#refuse(own, packet.topic, err);
+        return done(null);
+      case 'STORAGE_UNAVAILABLE':
+        // Not stored, so not acknowledged: the client resends after reconnecting.
+        this.#refuse(own, packet.topic, err);
+        this.#deps.logger.error({ clientId: client.id, topic: packet.topic, err: err.message }, 'mqtt state not stored: closing the connection');
+        return done(err);
+      default:
+        // Bad input on an allowed topic: already reported on device/<id>/errors; acknowledged, not stored.
+        this.#refused.inc(err.code);
+        return done(null);
+    }
+  }
+
+  #commandPublish(
+    client: Client,
+    principal: Principal,
+    packet: PublishPacket,
+    topic: Extract<PublishTopic, { kind: 'asset-command' | 'asset-command-by-id' | 'device-command' }>,
+    done: PublishCallback,
+  ): void {
+    if (!canCommand(principal)) return this.#notAllowed(client, principal, packet, 'commands need an application token with the "command" scope', done);
+    const { commands, catalog, logger } = this.#deps;
+    const payload = asBuffer(packet.payload);
+    try {
+      if (payload.length > this.#payloadLimit) throw new ServiceError('PAYLOAD_TOO_LARGE', `payload of ${payload.length} bytes is over the limit of ${this.#payloadLimit}`);
+      const body = parseJson(payload.toString('utf8'), 'command');
+      if (topic.kind === 'device-command') {
+        commands.sendDeviceCommand(principal, topic.deviceId, body, undefined, 'mqtt');
+      } else {
+        // A bare JSON value is the command's value, as a bare value is a state's value.
+        const message = isPlainObject(body) && hasMember(body, 'value') ? body : { value: body };
+        const target = topic.kind === 'asset-command' ? { deviceId: topic.deviceId, assetName: topic.assetName } : { assetId: topic.assetId };
+        commands.sendAssetCommand(principal, target, message, 'mqtt');
+      }
+    } catch (err) {
+      if (!isServiceError(err)) {
+        logger.error({ err, clientId: client.id, topic: packet.topic }, 'mqtt command failed');
+        return done(err instanceof Error ? err : new Error(String(err)));
+      }
+      this.#refused.inc(err.code);
+      logger.info({ clientId: client.id, tokenId: principal.tokenId, topic: packet.topic, code: err.code, error: err.message }, 'mqtt command refused');
+      const deviceId = 'deviceId' in topic ? topic.deviceId : catalog.assetById(topic.assetId)?.deviceId;
+      if (deviceId && catalog.device(deviceId)) this.#publishError(deviceId, { at: this.#deps.clock.now(), topic: packet.topic, code: err.code, error: err.message });
+    }
+    done(null);
+  }
+
+  // ---- subscriptions
+
+  #authorizeSubscribe(client: Client, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void): void {
+    const session = this.#sessions.get(client);
+    const { catalog } = this.#deps;
+    if (!session || !maySubscribe(session.principal, sub.topic, (assetId) => catalog.assetById(assetId)?.deviceId)) {
+      this.#deps.logger.info({ clientId: client.id, tokenId: session?.principal.tokenId, filter: sub.topic }, 'mqtt subscription refused');
+      this.#refused.inc('SUBSCRIBE_FORBIDDEN');
+      done(null, null); // SUBACK 0x80, the connection stays
+      return;
+    }
+    // QoS 0 and 1 (contract §4); a QoS 2 request is granted QoS 1.
+    if (sub.qos > 1) sub.qos = 1;
+    done(null, sub);
+  }
+
+  /** Client packets are never forwarded as published: subscribers get what the service publishes. */
+  #authorizeForward(packet: AedesPublishPacket): AedesPublishPacket | null {
+    if ((packet as { clientId?: string }).clientId !== undefined) return null;
+    this.#messagesOut.inc(topicKind(packet.topic));
+    return packet;
+  }
+
+  // ---- what the service publishes
+
+  #publish(topic: string, payload: Buffer | string, qos: 0 | 1): void {
+    this.#broker?.publish({ cmd: 'publish', topic, payload: asBuffer(payload), qos, retain: false, dup: false }, noop);
+  }
+
+  /** After the commit: the echo (exact bytes) and the feed message; the feed also becomes the retained one. */
+  #publishState(event: StateEvent): void {
+    const deviceId = event.device.id;
+    const name = event.asset.name;
+    this.retained.offer(deviceId, name, event.at, event.valueJson);
+    if (!this.#mayHaveSubscribers(deviceId)) return;
+    this.#publish(assetTopic(deviceId, name, 'state'), echoPayload(event), 1);
+    this.#publish(assetTopic(deviceId, name, 'feed'), feedPayload(event), 1);
+  }
+
+  #publishRefusal(event: RefusalEvent): void {
+    this.#publishError(event.deviceId, { at: event.at, topic: event.topic, code: event.code, error: event.error });
+  }
+
+  #publishError(deviceId: string, error: { at: number; topic: string; code: string; error: string }): void {
+    const payload = JSON.stringify({ at: new Date(error.at).toISOString(), topic: error.topic, code: error.code, error: error.error });
+    this.#publish(errorsTopic(deviceId), payload, 1);
+  }
+}
+
+function hasSubscriptions(client: Client): boolean {
+  for (const _ in (client as unknown as { subscriptions: object }).subscriptions) return true;
+  return false;
+}
+
+function addTo(map: Map<string, Set<Client>>, key: string, client: Client): void {
+  let set = map.get(key);
+  if (!set) {
+    set = new Set();
+    map.set(key, set);
+  }
+  set.add(client);
+}
+
+function removeFrom(map: Map<string, Set<Client>>, key: string, client: Client): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(client);
+  if (set.size === 0) map.delete(key);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}

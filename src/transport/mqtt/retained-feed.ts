@@ -1,0 +1,72 @@
+import { filterMatches } from './topics.js';
+
+/** Kept as the stored value's JSON and `at`: the message text is only built when someone subscribes. */
+export interface RetainedMessage {
+  topic: string;
+  at: number;
+  valueJson: string;
+}
+
+/** The feed message (contract §4): `{"value", "at"}`, formatted exactly as the live feed's. */
+export function feedMessage(m: RetainedMessage): string {
+  return `{"value":${m.valueJson},"at":"${new Date(m.at).toISOString()}"}`;
+}
+
+/**
+ * The latest feed message of every asset (contract §4), kept in memory by device and delivered,
+ * flagged retained, to new subscribers. Rebuilt from SQLite's latest states at start, so it survives
+ * restarts without any broker persistence. "Latest" is the state with the greatest `at` (ties: the
+ * last received), the same one `GET .../state` returns.
+ */
+export class RetainedFeed {
+  readonly #byDevice = new Map<string, Map<string, RetainedMessage>>();
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Keeps the message if it is at least as new as the one held; returns whether it did. */
+  offer(deviceId: string, assetName: string, at: number, valueJson: string): boolean {
+    let assets = this.#byDevice.get(deviceId);
+    if (!assets) {
+      assets = new Map();
+      this.#byDevice.set(deviceId, assets);
+    }
+    const held = assets.get(assetName);
+    if (held) {
+      if (held.at > at) return false;
+      held.at = at;
+      held.valueJson = valueJson;
+      return true;
+    }
+    this.#size++;
+    assets.set(assetName, { topic: `device/${deviceId}/asset/${assetName}/feed`, at, valueJson });
+    return true;
+  }
+
+  removeAsset(deviceId: string, assetName: string): void {
+    const assets = this.#byDevice.get(deviceId);
+    if (assets?.delete(assetName)) this.#size--;
+  }
+
+  removeDevice(deviceId: string): void {
+    const assets = this.#byDevice.get(deviceId);
+    if (!assets) return;
+    this.#size -= assets.size;
+    this.#byDevice.delete(deviceId);
+  }
+
+  /** The held messages a subscription filter matches (only the filter's device when it names one). */
+  *matching(filter: string): Generator<RetainedMessage> {
+    const levels = filter.split('/');
+    if (levels[0] !== 'device' && levels[0] !== '+' && levels[0] !== '#') return;
+    const device = levels[1];
+    if (device !== undefined && device !== '+' && device !== '#') {
+      const assets = this.#byDevice.get(device);
+      if (assets) for (const m of assets.values()) if (filterMatches(filter, m.topic)) yield m;
+      return;
+    }
+    for (const assets of this.#byDevice.values()) for (const m of assets.values()) if (filterMatches(filter, m.topic)) yield m;
+  }
+}
