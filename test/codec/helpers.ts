@@ -6,7 +6,8 @@ import { hexToBytes, bytesToHex } from '../../src/codec/hex.js';
 import { loadAbcl, type CompiledAbcl } from '../../src/codec/abcl/index.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-export const referenceDir = '/work/shared/reference/';
+/** Published ABCL documents with real payloads (the project reference's vector file, kept in the repo). */
+export const referenceDir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 export function hex(text: string): Uint8Array {
   const bytes = hexToBytes(text.replace(/\s+/g, ''));
