@@ -320,10 +320,14 @@ export class Store {
        WHERE excluded.at >= latest_states.at`,
     );
     this.db.transaction(() => {
+      // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
+      const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
       for (const s of states) {
         const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt).lastInsertRowid;
-        latest.run(s.assetId, seq, s.at, s.valueJson);
+        const best = newest.get(s.assetId);
+        if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
       }
+      for (const [assetId, n] of newest) latest.run(assetId, n.seq, n.at, n.valueJson);
     })();
   }
 
