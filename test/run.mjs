@@ -19,6 +19,15 @@ function collect(dir) {
   return found;
 }
 
+// The end-to-end tests use real foreign peers from Debian; say so plainly rather than fail obscurely.
+const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf'].filter(
+  (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0,
+);
+if (missing.length > 0) {
+  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto-clients coreutils`);
+  process.exit(1);
+}
+
 const files = collect(join(root, 'test')).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
 if (files.length === 0) {
   console.error('no test files matched');
