@@ -154,6 +154,7 @@ describe('HTTP API against the compiled daemon', () => {
       json: { counter: { value: 12 }, temp: { value: 500 }, ghost: { value: 1 } },
     });
     assert.equal(r.status, 422);
+    assert.equal(r.body.code, 'STATES_REFUSED', 'two different reasons');
     assert.match(r.body.error, /temp/);
     assert.match(r.body.error, /maximum/);
     assert.match(r.body.error, /ghost/);
@@ -161,6 +162,11 @@ describe('HTTP API against the compiled daemon', () => {
     assert.equal(r.body.states.counter.value, 12);
     const got = await api(url(), 'GET', `/device/${device.id}/asset/counter/state`, { token: device.token });
     assert.equal(got.body.state.value, 12, 'the valid asset was stored');
+    const unknownOnly = await api(url(), 'PUT', `/device/${device.id}/state`, { token: device.token, json: { ghost: { value: 1 } } });
+    assert.equal(unknownOnly.status, 422, 'an unknown asset inside a device state is 422, not 404');
+    const badAt = await api(url(), 'PUT', `/device/${device.id}/state`, { token: device.token, json: { counter: { value: 1, at: 'noon' } } });
+    assert.equal(badAt.status, 422);
+    assert.equal(badAt.body.refused[0].code, 'INVALID_TIMESTAMP');
   });
 
   test('commands: 202 with delivery counts for an actuator; 422 for a sensor or a value off the profile', async () => {

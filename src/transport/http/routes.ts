@@ -1,4 +1,4 @@
-import { ServiceError } from '../../core/errors.js';
+import { ErrorCodes, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { canManageAssets, canReadAny, canReadDevice, isAdmin, type Principal } from '../../core/access.js';
 import { parseTimestamp } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
@@ -221,11 +221,12 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           });
           const states = Object.fromEntries(Object.entries(outcome.states).map(([name, s]) => [name, { value: s.value, at: iso(s.at) }]));
           if (outcome.refused.length > 0) {
-            throw new ServiceError(
-              outcome.refused.every((r) => r.code === outcome.refused[0]!.code) ? (outcome.refused[0]!.code as 'PROFILE_MISMATCH') : 'PROFILE_MISMATCH',
-              outcome.refused.map((r) => r.error).join('; '),
-              { details: { states, refused: outcome.refused } },
-            );
+            // Always 422: the message was understood, some of its assets were not acceptable (contract §5).
+            const first = outcome.refused[0]!.code;
+            const shared = outcome.refused.every((r) => r.code === first) && ErrorCodes[first as ErrorCode] === 422;
+            throw new ServiceError(shared ? (first as ErrorCode) : 'STATES_REFUSED', outcome.refused.map((r) => r.error).join('; '), {
+              details: { states, refused: outcome.refused },
+            });
           }
           return { status: 200, body: { states } };
         },
