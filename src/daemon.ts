@@ -45,6 +45,7 @@ export class Daemon {
   readonly decoders: DeviceStateDecoder;
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
+  readonly #version = programVersion();
   #http: Server | undefined;
   #mqtt: MqttDoor | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -65,7 +66,7 @@ export class Daemon {
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.store, this.codecs, clock);
     this.decoders.onWarnings = (device, warnings) => {
-      for (const warning of warnings) this.pipeline.reportRefusal(device.id, `device/${device.id}/state`, { asset: '', code: 'DECODE_WARNING', error: warning });
+      for (const warning of warnings) this.pipeline.reportRefusal(device.id, `device/${device.id}/state`, { asset: '', code: 'DECODE_WARNING', error: warning }, false);
     };
     // Codec settings changed by the CLI from another process are recompiled here, off the hot path.
     this.catalog.on('externalChange', () => {
@@ -87,7 +88,7 @@ export class Daemon {
   health(): Record<string, unknown> {
     return {
       status: 'ok',
-      version: programVersion(),
+      version: this.#version,
       role: this.config.role,
       uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
       schemaVersion: this.store.db.pragma('user_version', { simple: true }),

@@ -95,8 +95,9 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     return asset;
   }
 
-  reportRefusal(deviceId: string, topic: string, err: ServiceError | AssetRefusal): void {
-    this.statesRefused++;
+  /** Reports on the device's errors topic; `counted: false` for codec warnings, which refuse nothing. */
+  reportRefusal(deviceId: string, topic: string, err: ServiceError | AssetRefusal, counted = true): void {
+    if (counted) this.statesRefused++;
     const error = err instanceof ServiceError ? err.message : err.error;
     this.emit('refused', { deviceId, topic, code: err.code, error, at: this.#clock.now() });
   }

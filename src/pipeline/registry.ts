@@ -90,10 +90,10 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   deleteDevice(id: string): void {
     this.requireDevice(id);
-    const tokens = this.#store.listTokens().filter((t) => t.deviceId === id && t.revokedOn === null);
+    const tokenIds = this.#store.liveDeviceTokenIds(id);
     this.#store.deleteDevice(id);
     this.#catalog.invalidate();
-    for (const t of tokens) this.emit('tokenRevoked', t.id);
+    for (const tokenId of tokenIds) this.emit('tokenRevoked', tokenId);
     this.emit('deviceDeleted', id);
   }
 

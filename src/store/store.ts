@@ -299,10 +299,14 @@ export class Store {
     return this.#stmt('UPDATE tokens SET revoked_on = ? WHERE id = ? AND revoked_on IS NULL').run(now, id).changes > 0;
   }
 
+  liveDeviceTokenIds(deviceId: string): string[] {
+    return this.#stmt("SELECT id FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL").pluck().all(deviceId) as string[];
+  }
+
   /** Issues a new device token and revokes the device's previous ones in one step. */
   rotateDeviceToken(deviceId: string, deviceName: string, now: number): { token: TokenRecord; secret: string; revoked: string[] } {
     return this.db.transaction(() => {
-      const revoked = this.#stmt("SELECT id FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL").pluck().all(deviceId) as string[];
+      const revoked = this.liveDeviceTokenIds(deviceId);
       for (const id of revoked) this.revokeToken(id, now);
       return { ...this.createToken({ kind: 'device', name: `device ${deviceName}`, deviceId, scopes: [] }, now), revoked };
     })();
