@@ -55,7 +55,7 @@ export class Daemon {
     this.logger = logger;
     this.clock = clock;
     this.#startedAt = clock.now();
-    this.store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+    this.store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
     this.catalog = new Catalog(this.store);
     const commitMicros = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(this.store, { onCommit: (_n, micros) => commitMicros.observe(micros / 1e6) });

@@ -72,7 +72,7 @@ async function runDaemon(config: OutpostConfig): Promise<number> {
 
 /** Management commands open the same database as the daemon; the daemon notices their commits. */
 function withRegistry<T>(config: OutpostConfig, work: (registry: Registry, store: Store) => T): T {
-  const store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+  const store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
   try {
     return work(new Registry(new Catalog(store), systemClock, config.limits), store);
   } finally {
@@ -187,7 +187,7 @@ export async function main(argv: string[]): Promise<number> {
         if (values.port !== undefined) downlink.port = Number(values.port);
         body.downlink = downlink;
       }
-      const store = Store.open(config.dataDir, { synchronous: config.store.synchronous });
+      const store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
       const codecs = new DeviceCodecs(config, createLogger('silent'));
       try {
         const device = new Registry(new Catalog(store), systemClock, config.limits).requireDevice(deviceId);

@@ -23,7 +23,7 @@ export interface OutpostConfig {
     historyDays: number;
     rawUplinksPerDevice: number;
   };
-  store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number };
+  store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
 }
 
@@ -49,7 +49,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     historyDays: 30,
     rawUplinksPerDevice: 100,
   },
-  store: { synchronous: 'normal', pruneIntervalSeconds: 60 },
+  store: { synchronous: 'normal', pruneIntervalSeconds: 60, maxBytes: 0 },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
 };
 
@@ -84,7 +84,7 @@ const CONFIG_SCHEMA = strict({
     historyDays: positive,
     rawUplinksPerDevice: positive,
   }),
-  store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive }),
+  store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative }),
   codec: strict({
     js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
   }),

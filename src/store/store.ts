@@ -110,6 +110,8 @@ function tokenFrom(row: Row): TokenRecord {
 
 export interface StoreOptions {
   synchronous?: 'normal' | 'full';
+  /** Largest database file in bytes (0: no limit). Over it writes fail with SQLITE_FULL (HTTP 503). */
+  maxBytes?: number;
   readonly?: boolean;
 }
 
@@ -134,6 +136,12 @@ export class Store {
     // NORMAL in WAL mode survives a killed process; FULL also survives power loss, at one fsync per commit.
     this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.db.pragma('foreign_keys = ON');
+    // A cap on the database file keeps a small SD card from filling up: writes over it are refused
+    // (503, Retry-After) instead of taking the whole system down with a full disk.
+    if (options.maxBytes) {
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      this.db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
+    }
     // The CLI writes to the same file while the daemon runs; wait for each other's short transactions.
     this.db.pragma('busy_timeout = 5000');
     migrate(this.db);

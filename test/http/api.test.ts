@@ -303,6 +303,11 @@ describe('HTTP API against the compiled daemon', () => {
     assert.ok(tokens.body.every((t: Record<string, unknown>) => !('hash' in t) && !('token' in t)), 'no secret or hash is listed');
     assert.equal((await api(url(), 'DELETE', `/tokens/${tok.body.id}`, { token: app.token })).status, 204);
     assert.equal((await api(url(), 'GET', '/devices', { token: tok.body.token })).status, 401);
+    const renamed = await api(url(), 'PUT', `/device/${created.body.id}`, { token: app.token, json: { Title: 'Boiler room', description: null } });
+    assert.equal(renamed.status, 200);
+    assert.equal(renamed.body.title, 'Boiler room');
+    assert.equal(renamed.body.name, 'http-made');
+    assert.equal((await api(url(), 'PUT', `/device/${created.body.id}`, { token: created.body.token, json: { title: 'x' } })).status, 403);
     const rotated = await api(url(), 'POST', `/device/${created.body.id}/token`, { token: app.token });
     assert.equal(rotated.status, 201);
     assert.equal((await api(url(), 'GET', `/device/${created.body.id}`, { token: created.body.token })).status, 401, 'old device token revoked');

@@ -94,6 +94,17 @@ describe('device codecs over HTTP', () => {
     assert.equal(body.states.humidity.value, 45.5);
   });
 
+  test('codec settings may name a file under abcl/ by reference', async () => {
+    const set = await api(d.url, 'PUT', `/device/${device.id}/codec`, { token: app.token, json: { uplink: { format: 'abcl', file: 'environment-sensor.abcl.json' } } });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(set.body.uplink.file, 'environment-sensor.abcl.json');
+    const put = await api(d.url, 'PUT', `/device/${device.id}/state`, { token: device.token, body: Buffer.from('66085B100E', 'hex'), contentType: 'application/octet-stream' });
+    assert.equal(put.body.states.temperature.value, 21.5);
+    const missing = await api(d.url, 'PUT', `/device/${device.id}/codec`, { token: app.token, json: { uplink: { format: 'abcl', file: 'no-such.abcl.json' } } });
+    assert.equal(missing.status, 422);
+    assert.equal(missing.body.code, 'CODEC_INVALID');
+  });
+
   test('a device without a binary codec refuses octet-stream with a clear error', async () => {
     const fresh = await api(d.url, 'POST', '/devices', { token: app.token, json: { name: 'plain' } });
     const r = await api(d.url, 'PUT', `/device/${fresh.body.id}/state`, { token: fresh.body.token, body: Buffer.from([1, 2]), contentType: 'application/octet-stream' });

@@ -55,3 +55,32 @@ test('the CLI prints readable tables and refuses bad usage with exit 2', () => {
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /not found/);
 });
+
+test('503 with Retry-After when the store is full; acknowledged states stay and the daemon keeps serving', async () => {
+  const dir = tempDataDir();
+  const configFile = join(dir, 'small.json');
+  writeFileSync(configFile, JSON.stringify({ version: 1, store: { maxBytes: 256 * 1024 } }));
+  const d = await startDaemon({ dataDir: join(dir, 'data'), args: ['--config', configFile], env: { OUTPOST_RATE_LIMIT: '0' } });
+  try {
+    const { device } = provision(d.dataDir, [{ name: 'log', is: 'sensor', profile: { type: 'string' } }]);
+    let full: Awaited<ReturnType<typeof api>> | undefined;
+    let stored = 0;
+    for (let i = 0; i < 200 && !full; i++) {
+      const r = await api(d.url, 'PUT', `/device/${device.id}/asset/log/state`, { token: device.token, json: { value: `${i}:` + 'x'.repeat(4000) } });
+      if (r.status === 200) stored++;
+      else full = r;
+    }
+    assert.ok(full, 'the store filled up');
+    assert.equal(full.status, 503);
+    assert.equal(full.body.code, 'STORAGE_UNAVAILABLE');
+    assert.ok(Number(full.headers.get('retry-after')) >= 1);
+    assert.ok(stored > 10);
+    const latest = await api(d.url, 'GET', `/device/${device.id}/asset/log/state`, { token: device.token });
+    assert.equal(latest.status, 200, 'reads still work');
+    assert.ok(latest.body.state.value.startsWith(`${stored - 1}:`), 'the last acknowledged state is the latest');
+    const history = await api(d.url, 'GET', `/device/${device.id}/asset/log/states?limit=1000`, { token: device.token });
+    assert.equal(history.body.data.length, stored, 'every acknowledged state is stored, nothing else');
+  } finally {
+    assert.equal(await d.stop(), 0);
+  }
+});
