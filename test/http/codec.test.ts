@@ -105,6 +105,22 @@ describe('device codecs over HTTP', () => {
     assert.equal(missing.body.code, 'CODEC_INVALID');
   });
 
+  test('a JS codec that keeps timing out is disabled and reported, while the daemon keeps serving', async () => {
+    const script = 'function decodeUplink(input) { for (;;) {} }';
+    assert.equal((await api(d.url, 'PUT', `/device/${device.id}/codec`, { token: app.token, json: { uplink: { format: 'js', script } } })).status, 200);
+    for (let i = 0; i < 6; i++) {
+      const r = await api(d.url, 'PUT', `/device/${device.id}/state`, { token: device.token, body: Buffer.from([i]), contentType: 'application/octet-stream' });
+      assert.equal(r.status, 422);
+      assert.equal(r.body.code, 'DECODE_FAILED');
+      assert.equal((await api(d.url, 'GET', '/healthz')).status, 200);
+    }
+    const codec = await api(d.url, 'GET', `/device/${device.id}/codec`, { token: device.token });
+    assert.equal(typeof codec.body.disabled, 'string', JSON.stringify(codec.body));
+    const reset = await api(d.url, 'PUT', `/device/${device.id}/codec`, { token: app.token, json: { uplink: { format: 'cbor' } } });
+    assert.equal(reset.status, 200);
+    assert.equal((await api(d.url, 'GET', `/device/${device.id}/codec`, { token: device.token })).body.disabled, undefined);
+  });
+
   test('a device without a binary codec refuses octet-stream with a clear error', async () => {
     const fresh = await api(d.url, 'POST', '/devices', { token: app.token, json: { name: 'plain' } });
     const r = await api(d.url, 'PUT', `/device/${fresh.body.id}/state`, { token: fresh.body.token, body: Buffer.from([1, 2]), contentType: 'application/octet-stream' });

@@ -254,7 +254,13 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId/codec',
       methods: {
-        GET: (ctx) => ({ status: 200, body: { ...codecSettingsView(readableDevice(ctx, ctx.principal())), warnings: [] } }),
+        GET: (ctx) => {
+          const device = readableDevice(ctx, ctx.principal());
+          const active = deps.codecs.get(device);
+          // A JS codec that kept failing on its limits is disabled until its settings are set again.
+          const disabled = active?.disabled ? { disabled: active.disabledReason ?? 'disabled after repeated resource failures' } : {};
+          return { status: 200, body: { ...codecSettingsView(device), warnings: [], ...disabled } };
+        },
         PUT: async (ctx) => {
           requireAdmin(ctx);
           const device = registry.requireDevice(ctx.params.deviceId!);
