@@ -104,7 +104,17 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
 
   async publishAssetState(req: AssetStateRequest): Promise<StateEvent> {
     const receivedAt = this.#clock.now();
-    const asset = this.resolveAsset(req.target);
+    let asset: CachedAsset;
+    try {
+      asset = this.resolveAsset(req.target);
+    } catch (err) {
+      // An unknown asset name on the publisher's own device is bad input like any other: report it.
+      const target = req.target;
+      if (isServiceError(err) && err.code === 'ASSET_NOT_FOUND' && 'deviceId' in target && canPublishState(req.principal, target.deviceId)) {
+        this.reportRefusal(target.deviceId, req.topic, err);
+      }
+      throw err;
+    }
     if (!canPublishState(req.principal, asset.deviceId)) {
       throw new ServiceError('FORBIDDEN', `this token may not publish states of device ${asset.deviceId}`);
     }

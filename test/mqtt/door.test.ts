@@ -222,6 +222,10 @@ describe('errors topic', () => {
     const res = await api(daemon.url, 'PUT', `/device/${a.id}/asset/temp/state`, { token: a.token, json: { value: 'hot' } });
     assert.equal(res.status, 422);
     await dev.waitFor((m) => JSON.parse(m.text).code === 'PROFILE_MISMATCH');
+    const unknown = await api(daemon.url, 'PUT', `/device/${a.id}/asset/nope/state`, { token: a.token, json: { value: 1 } });
+    assert.equal(unknown.status, 404);
+    const report = await dev.waitFor((m) => JSON.parse(m.text).code === 'ASSET_NOT_FOUND');
+    assert.match(JSON.parse(report.text).error, /nope/);
   });
 });
 

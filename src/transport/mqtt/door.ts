@@ -432,11 +432,6 @@ export class MqttDoor {
     switch (err.code) {
       case 'FORBIDDEN':
         return this.#notAllowed(client, principal, packet, err.message, done);
-      case 'ASSET_NOT_FOUND':
-      case 'DEVICE_NOT_FOUND':
-        // Found missing while resolving the target, before the pipeline reports refusals itself.
-        this.#refuse(own, packet.topic, err);
-        return done(null);
       case 'STORAGE_UNAVAILABLE':
         // Not stored, so not acknowledged: the client resends after reconnecting.
         this.#refuse(own, packet.topic, err);
