@@ -195,6 +195,10 @@ export function echoPayload(event: StateEvent): Buffer | string {
 }
 
 /** The feed message: formatted by the service, `at` always set (contract §4). */
+export function feedText(valueJson: string, at: number): string {
+  return `{"value":${valueJson},"at":"${new Date(at).toISOString()}"}`;
+}
+
 export function feedPayload(event: StateEvent): string {
-  return `{"value":${event.valueJson},"at":"${new Date(event.at).toISOString()}"}`;
+  return feedText(event.valueJson, event.at);
 }

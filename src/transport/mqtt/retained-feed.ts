@@ -1,3 +1,4 @@
+import { feedText } from '../../pipeline/ingest.js';
 import { filterMatches } from './topics.js';
 
 /** Kept as the stored value's JSON and `at`: the message text is only built when someone subscribes. */
@@ -9,7 +10,7 @@ export interface RetainedMessage {
 
 /** The feed message (contract §4): `{"value", "at"}`, formatted exactly as the live feed's. */
 export function feedMessage(m: RetainedMessage): string {
-  return `{"value":${m.valueJson},"at":"${new Date(m.at).toISOString()}"}`;
+  return feedText(m.valueJson, m.at);
 }
 
 /**
