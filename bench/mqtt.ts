@@ -322,31 +322,21 @@ export async function benchMqtt(): Promise<MqttBenchRow[]> {
       const anchor = await runLoad(mosquitto, devices.publishers, qos, s);
       const ours = await runLoad(outpost, devices.publishers, qos, s);
       const scenario = `state ingest QoS ${qos}`;
-      rows.push({
-        broker: 'mosquitto',
+      const row = (broker: MqttBenchRow['broker'], run: typeof anchor, note?: string): MqttBenchRow => ({
+        broker,
         scenario,
         qos,
         connections: s.connections,
-        msgPerSec: Math.round(anchor.rate),
-        cpuUsPerMsg: anchor.cpuUs,
-        pubackP50Ms: qos ? anchor.p50 : null,
-        pubackP99Ms: qos ? anchor.p99 : null,
-        rssMB: anchor.rss,
-        ratioToMosquitto: 1,
+        msgPerSec: Math.round(run.rate),
+        cpuUsPerMsg: run.cpuUs,
+        pubackP50Ms: qos ? run.p50 : null,
+        pubackP99Ms: qos ? run.p99 : null,
+        rssMB: run.rss,
+        ratioToMosquitto: run.rate / anchor.rate,
+        ...(note ? { note } : {}),
       });
-      rows.push({
-        broker: 'outpost',
-        scenario,
-        qos,
-        connections: s.connections,
-        msgPerSec: Math.round(ours.rate),
-        cpuUsPerMsg: ours.cpuUs,
-        pubackP50Ms: qos ? ours.p50 : null,
-        pubackP99Ms: qos ? ours.p99 : null,
-        rssMB: ours.rss,
-        ratioToMosquitto: ours.rate / anchor.rate,
-        note: qos ? 'validated, committed to SQLite before PUBACK, feed published' : 'validated, stored, feed published',
-      });
+      rows.push(row('mosquitto', anchor));
+      rows.push(row('outpost', ours, qos ? 'validated, committed to SQLite before PUBACK, feed published' : 'validated, stored, feed published'));
     }
     // Durability sanity check: every acknowledged QoS 1 state is in the database.
     await outpost.stop();
