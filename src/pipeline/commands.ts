@@ -23,16 +23,42 @@ export interface DeviceCommand {
   at: number;
 }
 
+/**
+ * What one sink did with a command: a count (MQTT subscribers reached) or a status word
+ * (`queued` for the radio, `sent`/`queued` for a gateway link). `undefined`: not this sink's device.
+ */
+export type SinkOutcome = number | string | undefined;
+
+/** Per sink name; `mqtt` and `lpwan` are always present because clients of the API read them. */
+export type Delivered = { mqtt: number; lpwan: string } & Record<string, number | string>;
+
 export interface CommandDelivery {
   at: string;
-  delivered: { mqtt: number; lpwan: 'queued' | 'none' };
+  delivered: Delivered;
 }
 
-/** A transport that delivers commands; returns how many subscribers it reached. */
+/**
+ * Something that carries commands towards devices (MQTT subscribers, the radio queue, a link to a
+ * gateway). Each sink reports under its own `name` in the answer's `delivered`, so a new way down
+ * is a new sink, not a change to the router or its callers.
+ */
 export interface CommandSink {
-  deliverAssetCommand(command: AssetCommand): number;
-  /** LPWAN sinks queue the whole device command; MQTT sinks deliver it per asset. */
-  deliverDeviceCommand(command: DeviceCommand): number | 'queued';
+  readonly name: string;
+  deliverAssetCommand(command: AssetCommand): SinkOutcome;
+  /** A radio sink queues the whole device command as one frame; MQTT delivers it per asset. */
+  deliverDeviceCommand(command: DeviceCommand): SinkOutcome;
+}
+
+/** Counts add up across sinks of the same name; a status word replaces the default. */
+function collectOutcomes(sinks: readonly CommandSink[], deliver: (sink: CommandSink) => SinkOutcome): Delivered {
+  const delivered: Delivered = { mqtt: 0, lpwan: 'none' };
+  for (const sink of sinks) {
+    const outcome = deliver(sink);
+    if (outcome === undefined) continue;
+    const before = delivered[sink.name];
+    delivered[sink.name] = typeof outcome === 'number' && typeof before === 'number' ? before + outcome : outcome;
+  }
+  return delivered;
 }
 
 function parseMeta(raw: unknown): Record<string, JsonValue> | null {
@@ -81,10 +107,9 @@ export class CommandRouter {
     const at = this.#clock.now();
     this.#catalog.store.recordCommand({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
     const command: AssetCommand = { device, asset, value, meta, at };
-    let mqtt = 0;
-    for (const sink of this.#sinks) mqtt += sink.deliverAssetCommand(command);
+    const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
-    return { at: new Date(at).toISOString(), delivered: { mqtt, lpwan: 'none' } };
+    return { at: new Date(at).toISOString(), delivered };
   }
 
   /** Body: a map asset name → value, or `{values: {...}, meta?}`. All assets must be valid: one frame goes out. */
@@ -107,15 +132,9 @@ export class CommandRouter {
     const at = this.#clock.now();
     this.#catalog.store.recordCommand({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source });
     const command: DeviceCommand = { device, values, assets, meta, at };
-    let mqtt = 0;
-    let lpwan: 'queued' | 'none' = 'none';
-    for (const sink of this.#sinks) {
-      const result = sink.deliverDeviceCommand(command);
-      if (result === 'queued') lpwan = 'queued';
-      else mqtt += result;
-    }
+    const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;
-    return { at: new Date(at).toISOString(), delivered: { mqtt, lpwan } };
+    return { at: new Date(at).toISOString(), delivered };
   }
 }
 

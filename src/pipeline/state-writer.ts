@@ -1,8 +1,16 @@
 import { storageError } from '../core/errors.js';
 import type { Store, StoredState } from '../store/store.js';
 
+/**
+ * Work that must commit atomically with a write's states (the raw uplink they came from, a radio
+ * session's frame counters, outbox rows). It runs inside the batch's transaction, before the
+ * states are inserted, so it may still fill in fields of its own states.
+ */
+export type AlongsideWrite = () => void;
+
 interface PendingBatch {
   states: StoredState[];
+  alongside: AlongsideWrite[];
   waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
 }
 
@@ -24,14 +32,16 @@ export class StateWriter {
     this.#onCommit = options.onCommit;
   }
 
-  write(states: StoredState[]): Promise<void> {
+  /** Settles after the commit that holds `states` and `alongside`; a write may carry no states. */
+  write(states: StoredState[], alongside?: AlongsideWrite): Promise<void> {
     return new Promise((resolve, reject) => {
       let batch = this.#pending;
       if (!batch) {
-        batch = this.#pending = { states: [], waiters: [] };
+        batch = this.#pending = { states: [], alongside: [], waiters: [] };
         setImmediate(() => this.flush());
       }
       for (const s of states) batch.states.push(s);
+      if (alongside) batch.alongside.push(alongside);
       batch.waiters.push({ resolve, reject });
       if (batch.states.length >= this.#maxBatch) this.flush();
     });
@@ -44,7 +54,13 @@ export class StateWriter {
     this.#pending = null;
     const started = process.hrtime.bigint();
     try {
-      this.#store.writeStates(batch.states);
+      if (batch.alongside.length === 0) this.#store.writeStates(batch.states);
+      else {
+        this.#store.transaction(() => {
+          for (const work of batch.alongside) work();
+          this.#store.writeStates(batch.states);
+        });
+      }
     } catch (err) {
       const refusal = storageError(err) ?? err;
       for (const w of batch.waiters) w.reject(refusal);

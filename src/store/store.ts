@@ -322,6 +322,15 @@ export class Store {
 
   // ---- states
 
+  /**
+   * Runs `work` in one transaction (a savepoint when already inside one), so writes that belong
+   * together (an uplink's states, its raw bytes, a radio session's counters, an outbox row) commit
+   * or fail together.
+   */
+  transaction<T>(work: () => T): T {
+    return this.db.transaction(work)();
+  }
+
   /** Writes a batch of states in one transaction: history rows plus the latest state per asset. */
   writeStates(states: readonly StoredState[]): void {
     const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at) VALUES (?, ?, ?, ?)');

@@ -11,6 +11,7 @@ const noop = () => {};
  * own sessions may subscribe to its command topics (the ACL), so counting deliveries looks at those.
  */
 export class MqttCommandSink implements CommandSink {
+  readonly name = 'mqtt';
   readonly #broker: Aedes;
   readonly #byDevice: ReadonlyMap<string, ReadonlySet<Client>>;
 
