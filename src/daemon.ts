@@ -64,10 +64,7 @@ export class Daemon {
     this.commands = new CommandRouter(this.catalog, this.pipeline, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.codecs = new DeviceCodecs(config, logger);
-    this.decoders = new DeviceStateDecoder(this.store, this.codecs, clock);
-    this.decoders.onWarnings = (device, warnings) => {
-      for (const warning of warnings) this.pipeline.reportRefusal(device.id, `device/${device.id}/state`, { asset: '', code: 'DECODE_WARNING', error: warning }, false);
-    };
+    this.decoders = new DeviceStateDecoder(this.codecs);
     // Codec settings changed by the CLI from another process are recompiled here, off the hot path.
     this.catalog.on('externalChange', () => {
       this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));

@@ -22,6 +22,7 @@ export interface OutpostConfig {
     historyPerAsset: number;
     historyDays: number;
     rawUplinksPerDevice: number;
+    rawUplinkDays: number;
   };
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
@@ -47,7 +48,8 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     assetsPerDevice: 1024,
     historyPerAsset: 10000,
     historyDays: 30,
-    rawUplinksPerDevice: 100,
+    rawUplinksPerDevice: 1000,
+    rawUplinkDays: 30,
   },
   store: { synchronous: 'normal', pruneIntervalSeconds: 60, maxBytes: 0 },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
@@ -83,6 +85,7 @@ const CONFIG_SCHEMA = strict({
     historyPerAsset: positive,
     historyDays: positive,
     rawUplinksPerDevice: positive,
+    rawUplinkDays: positive,
   }),
   store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative }),
   codec: strict({

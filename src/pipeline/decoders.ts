@@ -1,62 +1,127 @@
 import { ServiceError } from '../core/errors.js';
-import type { Clock } from '../core/time.js';
-import type { DeviceRecord, Store } from '../store/store.js';
+import type { DeviceRecord } from '../store/store.js';
 import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
 import { looksLikeJsonObject, statesFromJsonBytes } from './device-state.js';
-import type { DeviceCodecs } from './device-codecs.js';
+import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from './device-codecs.js';
 import type { StateInput } from './messages.js';
 
 export type BodyKind = 'json' | 'cbor' | 'binary';
 
+/** Bytes a device sent, as any door (HTTP, MQTT, a radio) received them, before any codec. */
+export interface RawUplink {
+  deviceId: string;
+  payload: Uint8Array;
+  /** The transport's port (LoRaWAN FPort); JS codecs get it as `fPort`, and it is kept with the bytes. */
+  fPort?: number;
+  /** `http`, `mqtt`, `gwmp:<gateway EUI>`, `serial:<path>` … */
+  source: string;
+  /** When the daemon received it (ms since epoch): the `at` of states the codec gives no time. */
+  receivedAt: number;
+}
+
+/** A raw uplink on its way to the store, with what decoding it gave. */
+export interface KeptUplink {
+  raw: RawUplink;
+  /** The codec version that decoded it (null when the device has no codec for it). */
+  codec: string | null;
+  /** Set when the door fixed the format (HTTP `application/cbor`): a re-decode leaves it alone. */
+  declaredFormat: string | null;
+  /** The codec's errors, when it could not decode the bytes at all. */
+  error: string | null;
+}
+
+/**
+ * What one message decoded to. The raw uplink commits in the same transaction as its states, so
+ * a state never points at an uplink that is not there, and an acknowledged uplink is never lost.
+ */
+export interface DecodedMessage {
+  states: Record<string, StateInput>;
+  /** Absent for JSON, which is not a raw uplink. */
+  uplink?: KeptUplink;
+  /** Nothing could be decoded: the uplink is still kept, then this is the refusal. */
+  failure?: ServiceError;
+  /** The codec's warnings (parts dropped or changed). */
+  warnings?: string[];
+}
+
+/** The device's uplink codec as it stands now: what the binary path, re-decode and try run. */
+export interface UplinkDecoder {
+  version: string;
+  decode(payload: Uint8Array, context: { fPort?: number; receivedAt: number }): DecodeResult;
+}
+
+/** The device's codec, or the built-in CBOR device state for a device without one. */
+export function currentUplinkDecoder(codecs: DeviceCodecs, device: DeviceRecord): UplinkDecoder {
+  const codec = codecs.get(device);
+  if (!codec) return { version: BUILTIN_CBOR_VERSION, decode: (payload) => decodeCborDeviceState(payload) };
+  return {
+    version: codecs.version(device) ?? codec.uplinkFormat,
+    decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
+  };
+}
+
+/** The message of a decode that failed: it names where, and every error the codec found. */
+function failureOf(result: DecodeResult, where: string, code: 'INVALID_CBOR' | 'DECODE_FAILED'): ServiceError {
+  return new ServiceError(code, `${where}: ${result.errors.join('; ')}`);
+}
+
 /**
  * Turns device state bytes into states by asset name. Over HTTP the Content-Type says the kind;
- * over MQTT the device's `payloadFormat` does (`auto`: a JSON object if it parses as one, else CBOR).
- * JSON is parsed here, asset by asset, so each bad member is refused by name; everything binary
- * goes through the codec layer, and its raw bytes are kept whatever the codec makes of them.
+ * over MQTT the device's `payloadFormat` does (`auto`: a JSON object if it parses as one, else CBOR);
+ * a radio door always hands over raw bytes with a port. JSON is parsed here, asset by asset, so each
+ * bad member is refused by name; everything binary goes through the codec layer, and its raw bytes
+ * are kept whatever the codec makes of them.
  */
 export class DeviceStateDecoder {
-  readonly #store: Store;
   readonly #codecs: DeviceCodecs;
-  readonly #clock: Clock;
-  /** Codec warnings (parts dropped or changed): the daemon reports them on the errors topic. */
-  onWarnings: (device: DeviceRecord, warnings: string[]) => void = () => {};
 
-  constructor(store: Store, codecs: DeviceCodecs, clock: Clock) {
-    this.#store = store;
+  constructor(codecs: DeviceCodecs) {
     this.#codecs = codecs;
-    this.#clock = clock;
+  }
+
+  /**
+   * The door-neutral path for raw bytes: the device's codec (fPort reaches it) or, without one,
+   * nothing but the kept bytes and a DECODE_FAILED refusal.
+   */
+  decodeUplink(device: DeviceRecord, raw: RawUplink, where = 'uplink'): DecodedMessage {
+    const codec = this.#codecs.get(device);
+    if (!codec) {
+      const error = `device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`;
+      return {
+        states: {},
+        uplink: { raw, codec: null, declaredFormat: null, error: 'no custom binary codec configured' },
+        failure: new ServiceError('DECODE_FAILED', `${where}: ${error}`),
+      };
+    }
+    const decoder = currentUplinkDecoder(this.#codecs, device);
+    return this.#outcome(raw, decoder.version, null, decoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
   }
 
   /** By the request's declared kind (HTTP). */
-  decode(device: DeviceRecord, bytes: Uint8Array, kind: BodyKind, where: string, source = 'http'): Record<string, StateInput> {
-    if (kind === 'json') return statesFromJsonBytes(bytes, where);
-    if (kind === 'cbor') return this.#keepAndConvert(device, bytes, source, decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
-    const codec = this.#codecs.get(device);
-    if (!codec) {
-      this.#keep(device, bytes, source, false, 'no custom binary codec configured');
-      throw new ServiceError('DECODE_FAILED', `${where}: device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`);
-    }
-    return this.#keepAndConvert(device, bytes, source, codec.decodeUplink(bytes, { receivedAt: new Date(this.#clock.now()) }), where, 'DECODE_FAILED');
+  decode(device: DeviceRecord, bytes: Uint8Array, kind: BodyKind, where: string, source: string, receivedAt: number): DecodedMessage {
+    if (kind === 'json') return { states: statesFromJsonBytes(bytes, where) };
+    const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };
+    if (kind === 'cbor') return this.#outcome(raw, BUILTIN_CBOR_VERSION, 'cbor', decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
+    return this.decodeUplink(device, raw, where);
   }
 
   /** By the device's payload format (MQTT). */
-  decodeByDeviceFormat(device: DeviceRecord, bytes: Uint8Array, where: string, source = 'mqtt'): Record<string, StateInput> {
+  decodeByDeviceFormat(device: DeviceRecord, bytes: Uint8Array, where: string, source: string, receivedAt: number): DecodedMessage {
     const format = device.payloadFormat;
-    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return statesFromJsonBytes(bytes, where);
-    if (format === 'auto' || format === 'cbor') return this.decode(device, bytes, 'cbor', where, source);
-    return this.decode(device, bytes, 'binary', where, source);
+    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return { states: statesFromJsonBytes(bytes, where) };
+    if (format === 'auto' || format === 'cbor') {
+      // Not declared by the door: the device's format chose CBOR, so a later codec may re-decode it.
+      const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };
+      return this.#outcome(raw, BUILTIN_CBOR_VERSION, null, decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
+    }
+    return this.decodeUplink(device, { deviceId: device.id, payload: bytes, source, receivedAt }, where);
   }
 
-  #keep(device: DeviceRecord, bytes: Uint8Array, source: string, decoded: boolean, error: string | null): void {
-    this.#store.recordUplink({ deviceId: device.id, at: this.#clock.now(), payload: bytes, port: null, source, decoded, error });
-  }
-
-  #keepAndConvert(device: DeviceRecord, bytes: Uint8Array, source: string, result: DecodeResult, where: string, code: 'INVALID_CBOR' | 'DECODE_FAILED'): Record<string, StateInput> {
+  #outcome(raw: RawUplink, codec: string, declaredFormat: string | null, result: DecodeResult, where: string, code: 'INVALID_CBOR' | 'DECODE_FAILED'): DecodedMessage {
     const failed = result.errors.length > 0;
-    this.#keep(device, bytes, source, !failed, failed ? result.errors.join('; ') : null);
-    if (failed) throw new ServiceError(code, `${where}: ${result.errors.join('; ')}`);
-    if (result.warnings.length > 0) this.onWarnings(device, result.warnings);
-    return result.states as Record<string, StateInput>;
+    const uplink: KeptUplink = { raw, codec, declaredFormat, error: failed ? result.errors.join('; ') : null };
+    if (failed) return { states: {}, uplink, failure: failureOf(result, where, code) };
+    return { states: result.states as Record<string, StateInput>, uplink, warnings: result.warnings };
   }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,12 +52,26 @@ export function parseCodecSettings(body: unknown): StoredCodecSettings {
   return settings;
 }
 
+/** The codec version of states decoded without a device codec (the built-in CBOR device state). */
+export const BUILTIN_CBOR_VERSION = 'cbor';
+
+/**
+ * The version a state's provenance names: the uplink format and a hash of what decodes (the
+ * document or script after `file` references are read), so the same text is the same version
+ * whichever device or file holds it, and any change to it is a new one.
+ */
+export function codecVersion(uplink: StoredCodecSettings['uplink']): string {
+  if (uplink.document === undefined && uplink.script === undefined) return uplink.format;
+  const text = uplink.script ?? (typeof uplink.document === 'string' ? uplink.document : JSON.stringify(uplink.document));
+  return `${uplink.format}:${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+}
+
 /**
  * One compiled codec per device (contract §5), compiled when its settings are set or the daemon
  * starts, never on the hot path. A device without settings uses the built-in `auto` decoding.
  */
 export class DeviceCodecs {
-  readonly #compiled = new Map<string, { source: string; codec: DeviceCodec }>();
+  readonly #compiled = new Map<string, { source: string; codec: DeviceCodec; version: string }>();
   readonly #abclCache = new AbclDocumentCache();
   readonly #config: OutpostConfig;
   readonly #logger: Logger;
@@ -71,8 +86,13 @@ export class DeviceCodecs {
     return this.#compiled.get(device.id)?.codec;
   }
 
+  /** The version of the device's active codec (see codecVersion). */
+  version(device: DeviceRecord): string | undefined {
+    return this.#compiled.get(device.id)?.version;
+  }
+
   /** Compiles settings (resolving `file` references); refuses with every problem listed. */
-  async compile(settings: StoredCodecSettings): Promise<{ codec: DeviceCodec; warnings: string[] }> {
+  async compile(settings: StoredCodecSettings): Promise<{ codec: DeviceCodec; warnings: string[]; version: string }> {
     const resolved = structuredClone(settings) as StoredCodecSettings;
     for (const [name, side] of [['uplink', resolved.uplink], ['downlink', resolved.downlink]] as const) {
       if (!side?.file) continue;
@@ -84,13 +104,13 @@ export class DeviceCodecs {
     if (!result.ok || !result.codec) {
       throw new ServiceError('CODEC_INVALID', `codec settings do not load (${result.errors.length} problem(s), listed in "errors")`, { details: { errors: result.errors, warnings: result.warnings } });
     }
-    return { codec: result.codec, warnings: result.warnings };
+    return { codec: result.codec, warnings: result.warnings, version: codecVersion(resolved.uplink) };
   }
 
   /** Makes a compiled codec the device's active one, disposing the previous. */
-  activate(deviceId: string, source: string, codec: DeviceCodec): void {
+  activate(deviceId: string, source: string, codec: DeviceCodec, version: string): void {
     const previous = this.#compiled.get(deviceId);
-    this.#compiled.set(deviceId, { source, codec });
+    this.#compiled.set(deviceId, { source, codec, version });
     if (previous && previous.codec !== codec) previous.codec.dispose();
   }
 
@@ -105,8 +125,8 @@ export class DeviceCodecs {
       seen.add(device.id);
       if (this.#compiled.get(device.id)?.source === device.codec) continue;
       try {
-        const { codec } = await this.compile(JSON.parse(device.codec) as StoredCodecSettings);
-        this.activate(device.id, device.codec, codec);
+        const { codec, version } = await this.compile(JSON.parse(device.codec) as StoredCodecSettings);
+        this.activate(device.id, device.codec, codec, version);
       } catch (err) {
         this.#logger.warn({ deviceId: device.id, err: (err as Error).message }, 'stored codec settings do not load; the device decodes with built-in formats');
       }
@@ -128,10 +148,10 @@ export class DeviceCodecs {
 /** Applies new codec settings to a device: compile first, so a bad one leaves the old active. */
 export async function setDeviceCodec(store: Store, codecs: DeviceCodecs, clock: Clock, device: DeviceRecord, body: unknown) {
   const settings = parseCodecSettings(body);
-  const { codec, warnings } = await codecs.compile(settings);
+  const { codec, warnings, version } = await codecs.compile(settings);
   const source = JSON.stringify(settings);
   store.updateDevice(device.id, { payloadFormat: settings.uplink.format, codec: source }, clock.now());
-  codecs.activate(device.id, source, codec);
+  codecs.activate(device.id, source, codec, version);
   return { ...codecSettingsView(store.getDevice(device.id)!), warnings };
 }
 

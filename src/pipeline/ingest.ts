@@ -3,8 +3,9 @@ import { ServiceError, isServiceError } from '../core/errors.js';
 import { canPublishState, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
-import type { DeviceRecord } from '../store/store.js';
-import type { StateWriter } from './state-writer.js';
+import type { DeviceRecord, StoredState } from '../store/store.js';
+import type { AlongsideWrite, StateWriter } from './state-writer.js';
+import type { DecodedMessage, KeptUplink } from './decoders.js';
 import { resolveAt, type JsonValue, type StateInput } from './messages.js';
 
 /** A stored state, announced after its commit: the MQTT feed, echo and (later) the outbox listen here. */
@@ -50,12 +51,20 @@ export interface AssetStateRequest {
 }
 
 export interface DeviceStateRequest {
-  principal: Principal;
+  /** Absent when the door authenticated the device itself (a radio frame's MIC). */
+  principal?: Principal;
   deviceId: string;
-  /** Turns the message into states by asset name (JSON, CBOR or the device's codec). */
-  decode: (device: DeviceRecord) => Record<string, StateInput>;
+  /**
+   * Turns the message into states by asset name (JSON, CBOR or the device's codec), with the raw
+   * uplink to keep; `receivedAt` is the time states without their own `at` get.
+   */
+  decode: (device: DeviceRecord, receivedAt: number) => DecodedMessage;
   source: string;
   topic: string;
+  /** When the door received it (defaults to now). */
+  receivedAt?: number;
+  /** The door's own writes that must commit with this message (a radio session's frame counters). */
+  alongside?: AlongsideWrite;
 }
 
 export interface DeviceStateOutcome {
@@ -135,19 +144,30 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
 
   /** Each asset is validated on its own: valid ones are stored, the others reported by name (contract §5). */
   async publishDeviceState(req: DeviceStateRequest): Promise<DeviceStateOutcome> {
-    const receivedAt = this.#clock.now();
+    const receivedAt = req.receivedAt ?? this.#clock.now();
     const device = this.#catalog.device(req.deviceId);
     if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${req.deviceId} not found`);
-    if (!canPublishState(req.principal, device.id)) {
+    if (req.principal && !canPublishState(req.principal, device.id)) {
       throw new ServiceError('FORBIDDEN', `this token may not publish states of device ${device.id}`);
     }
-    let inputs: Record<string, StateInput>;
+    let message: DecodedMessage;
     try {
-      inputs = req.decode(device);
+      message = req.decode(device, receivedAt);
     } catch (err) {
       if (isServiceError(err)) this.reportRefusal(device.id, req.topic, err);
       throw err;
     }
+    if (message.failure) {
+      this.reportRefusal(device.id, req.topic, message.failure);
+      // Undecodable bytes are kept all the same (a later codec may read them); the refusal is
+      // answered only once they are committed.
+      if (message.uplink || req.alongside) await this.#writer.write([], this.#alongside(message.uplink, [], req.alongside));
+      throw message.failure;
+    }
+    for (const warning of message.warnings ?? []) {
+      this.reportRefusal(device.id, req.topic, { asset: '', code: 'DECODE_WARNING', error: warning }, false);
+    }
+    const inputs = message.states;
     const events: StateEvent[] = [];
     const refused: AssetRefusal[] = [];
     for (const [name, input] of Object.entries(inputs)) {
@@ -162,15 +182,39 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
         this.reportRefusal(device.id, req.topic, refusal);
       }
     }
-    if (events.length > 0) {
-      await this.#writer.write(events.map((e) => ({ assetId: e.asset.id, at: e.at, valueJson: e.valueJson, receivedAt })));
-    }
+    const stored: StoredState[] = events.map((e) => ({ assetId: e.asset.id, at: e.at, valueJson: e.valueJson, receivedAt }));
+    if (stored.length > 0 || message.uplink || req.alongside) await this.#writer.write(stored, this.#alongside(message.uplink, stored, req.alongside));
     const states: DeviceStateOutcome['states'] = {};
     for (const event of events) {
       this.#announce(event);
       states[event.asset.name] = { value: event.value, at: event.at };
     }
     return { states, refused };
+  }
+
+  /** Inserts the raw uplink in the batch's transaction and points its states at it (provenance). */
+  #alongside(uplink: KeptUplink | undefined, states: StoredState[], door: AlongsideWrite | undefined): AlongsideWrite | undefined {
+    if (!uplink) return door;
+    const store = this.#catalog.store;
+    return () => {
+      const { raw } = uplink;
+      const seq = store.recordUplink({
+        deviceId: raw.deviceId,
+        at: raw.receivedAt,
+        payload: raw.payload,
+        port: raw.fPort ?? null,
+        source: raw.source,
+        decoded: uplink.error === null,
+        error: uplink.error,
+        codec: uplink.codec,
+        declaredFormat: uplink.declaredFormat,
+      });
+      for (const state of states) {
+        state.uplinkSeq = seq;
+        if (uplink.codec !== null) state.codec = uplink.codec;
+      }
+      door?.();
+    };
   }
 
   #prepare(device: DeviceRecord, asset: CachedAsset, input: StateInput, receivedAt: number, source: string, where: string): StateEvent {

@@ -3,6 +3,13 @@ import type { Logger } from '../ops/logger.js';
 import type { Store } from '../store/store.js';
 import type { StatePipeline } from './ingest.js';
 
+export interface RetentionLimits {
+  historyPerAsset: number;
+  historyDays: number;
+  rawUplinksPerDevice: number;
+  rawUplinkDays: number;
+}
+
 /**
  * History and raw-uplink retention (contract §5, §7) in the background, never on the hot path: assets that received
  * states since the last run are trimmed to their newest N states, and everything past the age
@@ -12,10 +19,10 @@ export class HistoryPruner {
   readonly #touched = new Set<string>();
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #limits: { historyPerAsset: number; historyDays: number; rawUplinksPerDevice: number };
+  readonly #limits: RetentionLimits;
   readonly #logger: Logger;
 
-  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: { historyPerAsset: number; historyDays: number; rawUplinksPerDevice: number }, logger: Logger) {
+  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: RetentionLimits, logger: Logger) {
     this.#store = store;
     this.#clock = clock;
     this.#limits = limits;
@@ -29,7 +36,7 @@ export class HistoryPruner {
     try {
       const removed =
         this.#store.pruneHistory(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset) +
-        this.#store.pruneUplinks(this.#limits.rawUplinksPerDevice);
+        this.#store.pruneUplinks(this.#limits.rawUplinksPerDevice, this.#clock.now() - this.#limits.rawUplinkDays * 86_400_000);
       if (removed > 0) this.#logger.debug({ removed }, 'history pruned');
       return removed;
     } catch (err) {

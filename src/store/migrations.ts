@@ -82,6 +82,38 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       );
       CREATE INDEX raw_uplinks_device ON raw_uplinks(device_id, seq);
     `),
+  // 3: provenance. A state decoded from a raw uplink remembers that uplink and the codec version
+  // that decoded it, so a re-decode knows what to replace; a raw uplink remembers the same codec
+  // version and whether the door fixed its format (HTTP Content-Type: application/cbor).
+  // Re-decode jobs are rows so they survive a restart and resume where the last commit left them.
+  (db) =>
+    db.exec(`
+      ALTER TABLE states ADD COLUMN uplink_seq INTEGER;
+      ALTER TABLE states ADD COLUMN codec TEXT;
+      CREATE INDEX states_uplink ON states(uplink_seq) WHERE uplink_seq IS NOT NULL;
+      ALTER TABLE raw_uplinks ADD COLUMN codec TEXT;
+      ALTER TABLE raw_uplinks ADD COLUMN declared_format TEXT;
+      CREATE INDEX raw_uplinks_at ON raw_uplinks(at);
+      CREATE TABLE redecode_jobs (
+        device_id TEXT PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+        status TEXT NOT NULL,
+        owner TEXT,
+        range_from INTEGER,
+        range_to INTEGER,
+        codec TEXT,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        total INTEGER NOT NULL DEFAULT 0,
+        done INTEGER NOT NULL DEFAULT 0,
+        replaced INTEGER NOT NULL DEFAULT 0,
+        failed INTEGER NOT NULL DEFAULT 0,
+        not_covered TEXT,
+        problems TEXT,
+        error TEXT,
+        started_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        finished_at INTEGER
+      );
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

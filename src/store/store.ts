@@ -49,6 +49,25 @@ export interface StoredState {
   at: number;
   valueJson: string;
   receivedAt: number;
+  /** Provenance: the raw uplink (`raw_uplinks.seq`) this state was decoded from, if any. */
+  uplinkSeq?: number;
+  /** Provenance: the codec version that decoded it (see DeviceCodecs.version). */
+  codec?: string;
+}
+
+/** A raw uplink as it is kept: the bytes before any codec, and what decoding them gave. */
+export interface NewUplink {
+  deviceId: string;
+  at: number;
+  payload: Uint8Array;
+  port: number | null;
+  source: string;
+  decoded: boolean;
+  error: string | null;
+  /** The codec version that decoded it (null when the device had none). */
+  codec?: string | null;
+  /** Set when the door fixed the format (HTTP `application/cbor`): a re-decode leaves it alone. */
+  declaredFormat?: string | null;
 }
 
 export interface UplinkRecord {
@@ -59,10 +78,11 @@ export interface UplinkRecord {
   source: string;
   decoded: boolean;
   error: string | null;
+  codec: string | null;
 }
 
 export interface HistoryPage {
-  data: Array<{ at: number; valueJson: string }>;
+  data: Array<{ at: number; valueJson: string; uplinkSeq: number | null; codec: string | null }>;
   next: string | null;
 }
 
@@ -333,7 +353,7 @@ export class Store {
 
   /** Writes a batch of states in one transaction: history rows plus the latest state per asset. */
   writeStates(states: readonly StoredState[]): void {
-    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at) VALUES (?, ?, ?, ?)');
+    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
     // Ties on `at` go to the last received, hence >=.
     const latest = this.#stmt(
       `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
@@ -344,7 +364,7 @@ export class Store {
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
       const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
       for (const s of states) {
-        const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt).lastInsertRowid;
+        const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid;
         const best = newest.get(s.assetId);
         if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
       }
@@ -372,14 +392,19 @@ export class Store {
     const to = query.to ?? 8.64e15;
     const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
     const rows = this.#stmt(
-      `SELECT seq, at, value FROM states
+      `SELECT seq, at, value, uplink_seq, codec FROM states
        WHERE asset_id = ? AND at >= ? AND at <= ? AND (at < ? OR (at = ? AND seq < ?))
        ORDER BY at DESC, seq DESC LIMIT ?`,
     ).all(assetId, from, to, c.at, c.at, c.seq, query.limit + 1) as Row[];
     const page = rows.slice(0, query.limit);
     const last = page[page.length - 1];
     return {
-      data: page.map((r) => ({ at: r.at as number, valueJson: r.value as string })),
+      data: page.map((r) => ({
+        at: r.at as number,
+        valueJson: r.value as string,
+        uplinkSeq: (r.uplink_seq as number | null) ?? null,
+        codec: (r.codec as string | null) ?? null,
+      })),
       next: rows.length > query.limit && last ? Buffer.from(`${last.at as number}:${last.seq as number}`).toString('base64url') : null,
     };
   }
@@ -414,15 +439,20 @@ export class Store {
 
   // ---- raw uplinks
 
-  recordUplink(input: { deviceId: string; at: number; payload: Uint8Array; port: number | null; source: string; decoded: boolean; error: string | null }): void {
-    this.#stmt('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      input.deviceId,
-      input.at,
-      Buffer.from(input.payload.buffer, input.payload.byteOffset, input.payload.byteLength),
-      input.port,
-      input.source,
-      input.decoded ? 1 : 0,
-      input.error,
+  /** Keeps a raw uplink; returns its `seq`, the id its states' provenance points at. */
+  recordUplink(input: NewUplink): number {
+    return Number(
+      this.#stmt('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+        input.deviceId,
+        input.at,
+        Buffer.from(input.payload.buffer, input.payload.byteOffset, input.payload.byteLength),
+        input.port,
+        input.source,
+        input.decoded ? 1 : 0,
+        input.error,
+        input.codec ?? null,
+        input.declaredFormat ?? null,
+      ).lastInsertRowid,
     );
   }
 
@@ -437,14 +467,21 @@ export class Store {
       source: r.source as string,
       decoded: r.decoded === 1,
       error: (r.error as string | null) ?? null,
+      codec: (r.codec as string | null) ?? null,
     }));
     return { data: page, next: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
   }
 
-  /** Keeps the newest `keep` raw uplinks of each device that has more. */
-  pruneUplinks(keep: number): number {
-    const devices = this.#stmt('SELECT device_id FROM raw_uplinks GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
+  /** Keeps the newest `keep` raw uplinks of each device that has more, and none received before `olderThan`. */
+  pruneUplinks(keep: number, olderThan = -8.64e15): number {
     let removed = 0;
+    const byAge = this.#stmt('DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks WHERE at < ? LIMIT 5000)');
+    for (;;) {
+      const n = byAge.run(olderThan).changes;
+      removed += n;
+      if (n < 5000) break;
+    }
+    const devices = this.#stmt('SELECT device_id FROM raw_uplinks GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
     const edge = this.#stmt('SELECT seq FROM raw_uplinks WHERE device_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
     const drop = this.#stmt('DELETE FROM raw_uplinks WHERE device_id = ? AND seq <= ?');
     for (const id of devices) {

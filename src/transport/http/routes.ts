@@ -7,7 +7,6 @@ import type { AssetTarget, StatePipeline } from '../../pipeline/ingest.js';
 import type { CommandRouter } from '../../pipeline/commands.js';
 import type { Registry } from '../../pipeline/registry.js';
 import { stateFromMessage } from '../../pipeline/messages.js';
-import { statesFromJsonBytes } from '../../pipeline/device-state.js';
 import { assetView, deviceView, deviceWithAssetsView, tokenView } from '../../pipeline/views.js';
 import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
 import { codecSettingsView, setDeviceCodec, type DeviceCodecs } from '../../pipeline/device-codecs.js';
@@ -51,6 +50,13 @@ function queryLimit(query: URLSearchParams, fallback: number, max: number): numb
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > max) throw new ServiceError('INVALID_QUERY', `query "limit" must be an integer from 1 to ${max}`);
   return n;
+}
+
+function queryFlag(query: URLSearchParams, key: string): boolean {
+  const raw = query.get(key);
+  if (raw === null || raw === '0' || raw === 'false') return false;
+  if (raw === '' || raw === '1' || raw === 'true') return true;
+  throw new ServiceError('INVALID_QUERY', `query "${key}" must be 1 or 0`);
 }
 
 /** Every path of contract §3. Handlers check rights themselves: the rules differ per path. */
@@ -200,7 +206,14 @@ export function apiRoutes(deps: ApiDeps): Route[] {
             limit: queryLimit(ctx.query, 100, 1000),
             cursor,
           });
-          return { status: 200, body: { data: page.data.map((s) => ({ value: JSON.parse(s.valueJson), at: iso(s.at) })), next: page.next } };
+          const provenance = queryFlag(ctx.query, 'provenance');
+          const data = page.data.map((s) => {
+            const state: Record<string, unknown> = { value: JSON.parse(s.valueJson), at: iso(s.at) };
+            // Which raw uplink (GET /device/<id>/uplinks `id`) and codec version a state was decoded from; null for states sent decoded.
+            if (provenance) Object.assign(state, { uplink: s.uplinkSeq, codec: s.codec });
+            return state;
+          });
+          return { status: 200, body: { data, next: page.next } };
         },
       },
     },
@@ -215,7 +228,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           const outcome = await pipeline.publishDeviceState({
             principal,
             deviceId: ctx.params.deviceId!,
-            decode: (device) => (kind === 'json' ? statesFromJsonBytes(bytes, where) : deps.decoders.decode(device, bytes, kind, where)),
+            decode: (device, receivedAt) => deps.decoders.decode(device, bytes, kind, where, 'http', receivedAt),
             source: 'http',
             topic: `PUT /device/${ctx.params.deviceId}/state`,
           });
@@ -283,12 +296,14 @@ export function apiRoutes(deps: ApiDeps): Route[] {
             status: 200,
             body: {
               data: page.data.map((u) => ({
+                id: u.seq,
                 at: iso(u.at),
                 payload: u.payload.toString('hex').toUpperCase(),
                 ...(u.port === null ? {} : { port: u.port }),
                 source: u.source,
                 decoded: u.decoded,
                 ...(u.error === null ? {} : { error: u.error }),
+                ...(u.codec === null ? {} : { codec: u.codec }),
               })),
               next: page.next,
             },

@@ -401,7 +401,7 @@ export class MqttDoor {
         .publishDeviceState({
           principal,
           deviceId: own,
-          decode: (device) => decoders.decodeByDeviceFormat(device, payload, 'device state'),
+          decode: (device, receivedAt) => decoders.decodeByDeviceFormat(device, payload, 'device state', 'mqtt', receivedAt),
           source: 'mqtt',
           topic: packet.topic,
         })
