@@ -43,7 +43,9 @@ describe('device codecs over HTTP', () => {
     assert.equal(stored.body.state.value, 21.5);
     const uplinks = await api(d.url, 'GET', `/device/${device.id}/uplinks?limit=5`, { token: device.token });
     assert.equal(uplinks.status, 200);
-    assert.deepEqual(uplinks.body.data[0], { at: uplinks.body.data[0].at, payload: '66085B100E', source: 'http', decoded: true });
+    const version = uplinks.body.data[0].codec;
+    assert.match(version, /^abcl:[0-9a-f]{12}$/);
+    assert.deepEqual(uplinks.body.data[0], { id: uplinks.body.data[0].id, at: uplinks.body.data[0].at, payload: '66085B100E', source: 'http', decoded: true, codec: version });
   });
 
   test('a document that does not load is 422 CODEC_INVALID with every problem, and the old codec stays', async () => {
