@@ -17,6 +17,8 @@ import type { Logger } from './ops/logger.js';
 import { createHttpServer } from './transport/http/server.js';
 import { MqttDoor } from './transport/mqtt/door.js';
 import { apiRoutes } from './transport/http/routes.js';
+import { LiveEvents } from './console/live-events.js';
+import { consoleRoutes } from './console/routes.js';
 import { programVersion } from './version.js';
 
 export interface DaemonPorts {
@@ -47,6 +49,7 @@ export class Daemon {
   readonly #startedAt: number;
   readonly #version = programVersion();
   #http: Server | undefined;
+  #live: LiveEvents | undefined;
   #mqtt: MqttDoor | undefined;
   #timers: NodeJS.Timeout[] = [];
 
@@ -97,8 +100,11 @@ export class Daemon {
     await this.codecs.syncFromStore(this.store);
     if (this.config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
+      const live = (this.#live = new LiveEvents(this.pipeline, this.commands, { isTokenLive: (id) => this.catalog.isTokenLive(id) }));
+      this.metrics.gauge('outpost_console_streams', 'Open live event streams (GET /events)', () => live.streamCount);
+      this.metrics.gauge('outpost_console_events_dropped_total', 'Live events not sent to a stream that was not keeping up', () => live.eventsDropped);
       this.#http = createHttpServer({
-        routes: apiRoutes({
+        routes: [...apiRoutes({
           catalog: this.catalog,
           registry: this.registry,
           pipeline: this.pipeline,
@@ -108,7 +114,7 @@ export class Daemon {
           clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
-        }),
+        }), ...consoleRoutes(live, this.codecs)],
         catalog: this.catalog,
         rateLimiter: this.rateLimiter,
         clock: this.clock,
@@ -144,6 +150,8 @@ export class Daemon {
     for (const t of this.#timers) clearInterval(t);
     if (this.#http) {
       const server = this.#http;
+      // Event streams never end by themselves: end them first so closing does not wait on browsers.
+      this.#live?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Requests still running after 10 s are cut off rather than holding shutdown forever.

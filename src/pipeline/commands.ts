@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { ServiceError } from '../core/errors.js';
 import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
@@ -31,6 +32,17 @@ export type SinkOutcome = number | string | undefined;
 
 /** Per sink name; `mqtt` and `lpwan` are always present because clients of the API read them. */
 export type Delivered = { mqtt: number; lpwan: string } & Record<string, number | string>;
+
+/** Announced after a command was recorded and handed to every sink (the console's live view listens). */
+export interface CommandEvent {
+  deviceId: string;
+  /** Asset name → commanded value (one member for an asset command). */
+  values: Record<string, JsonValue>;
+  meta: Record<string, JsonValue> | null;
+  at: number;
+  source: string;
+  delivered: Delivered;
+}
 
 export interface CommandDelivery {
   at: string;
@@ -71,7 +83,7 @@ function parseMeta(raw: unknown): Record<string, JsonValue> | null {
  * The one road every command takes back down (HTTP, MQTT app publishes, later the upstream):
  * authorize → validate against the profile → record → hand to every sink.
  */
-export class CommandRouter {
+export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
   readonly #catalog: Catalog;
   readonly #pipeline: StatePipeline;
   readonly #clock: Clock;
@@ -79,6 +91,7 @@ export class CommandRouter {
   commandsSent = 0;
 
   constructor(catalog: Catalog, pipeline: StatePipeline, clock: Clock) {
+    super();
     this.#catalog = catalog;
     this.#pipeline = pipeline;
     this.#clock = clock;
@@ -109,6 +122,7 @@ export class CommandRouter {
     const command: AssetCommand = { device, asset, value, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
+    this.emit('command', { deviceId: device.id, values: { [asset.name]: value }, meta, at, source, delivered });
     return { at: new Date(at).toISOString(), delivered };
   }
 
@@ -134,6 +148,7 @@ export class CommandRouter {
     const command: DeviceCommand = { device, values, assets, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;
+    this.emit('command', { deviceId: device.id, values, meta, at, source, delivered });
     return { at: new Date(at).toISOString(), delivered };
   }
 }

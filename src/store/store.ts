@@ -226,6 +226,12 @@ export class Store {
     return row && deviceFrom(row);
   }
 
+  /** The `at` of each device's newest latest state: the device list's "last seen", in one query. */
+  lastStateAtByDevice(): Map<string, number> {
+    const rows = this.#stmt('SELECT a.device_id AS device_id, MAX(l.at) AS at FROM latest_states l JOIN assets a ON a.id = l.asset_id GROUP BY a.device_id').all() as Row[];
+    return new Map(rows.map((r) => [r.device_id as string, r.at as number]));
+  }
+
   listDevices(): DeviceRecord[] {
     return (this.#stmt('SELECT * FROM devices ORDER BY created_on, id').all() as Row[]).map(deviceFrom);
   }

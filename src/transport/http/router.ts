@@ -20,6 +20,8 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The handler wrote the response itself (a file, an event stream): nothing more is sent. */
+  written?: boolean;
 }
 
 export type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;

@@ -123,7 +123,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
-          return { status: 200, body: store.listDevices().map(deviceView) };
+          const lastSeen = store.lastStateAtByDevice();
+          return { status: 200, body: store.listDevices().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null })) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);

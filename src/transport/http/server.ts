@@ -22,6 +22,7 @@ export interface HttpServerOptions {
 const METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'DELETE'];
 
 function send(res: ServerResponse, reply: Reply): void {
+  if (reply.written) return;
   const headers: Record<string, string | number> = { ...reply.headers };
   let payload: string | undefined;
   if (reply.body !== undefined) {

@@ -1,0 +1,147 @@
+import type { ServerResponse } from 'node:http';
+import { canReadDevice, type Principal } from '../core/access.js';
+import type { StatePipeline, StateEvent, RefusalEvent } from '../pipeline/ingest.js';
+import type { CommandEvent, CommandRouter } from '../pipeline/commands.js';
+
+/** What the live view shows; `radio` covers LPWAN uplink, join and downlink events. */
+export type LiveKind = 'state' | 'command' | 'error' | 'radio';
+export const LIVE_KINDS: readonly LiveKind[] = ['state', 'command', 'error', 'radio'];
+
+export interface LiveEvent {
+  kind: LiveKind;
+  deviceId: string;
+  at: string;
+  [member: string]: unknown;
+}
+
+/** A source of device events other than states, commands and refusals (the radio's `device/<id>/events`). */
+export interface DeviceEventSource {
+  onDeviceEvent(listener: (deviceId: string, event: Record<string, unknown>) => void): void;
+}
+
+interface Stream {
+  res: ServerResponse;
+  principal: Principal;
+  device: string | null;
+  kinds: ReadonlySet<LiveKind>;
+  dropped: number;
+}
+
+export interface LiveEventsOptions {
+  /** Open streams at most; a browser tab holds one. */
+  maxStreams?: number;
+  /** A stream whose unsent data grows past this is a slow reader: events are dropped for it (and counted), never queued without bound. */
+  maxBufferedBytes?: number;
+  heartbeatMs?: number;
+  /** A stream of a token revoked meanwhile is closed at the next heartbeat. */
+  isTokenLive?: (tokenId: string) => boolean;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Fans the pipeline's own events out to `GET /events` streams (server-sent events), each filtered
+ * by what its token may read. It listens to the same events as the MQTT door, so the console shows
+ * exactly what was committed and refused, whichever door it came through.
+ */
+export class LiveEvents {
+  readonly #streams = new Set<Stream>();
+  readonly #maxStreams: number;
+  readonly #maxBuffered: number;
+  readonly #heartbeat: NodeJS.Timeout;
+  eventsSent = 0;
+  eventsDropped = 0;
+
+  constructor(pipeline: StatePipeline, commands: CommandRouter, options: LiveEventsOptions = {}) {
+    this.#maxStreams = options.maxStreams ?? 32;
+    this.#maxBuffered = options.maxBufferedBytes ?? 256 * 1024;
+    pipeline.on('state', (e) => this.#stateEvent(e));
+    pipeline.on('refused', (e) => this.#refusalEvent(e));
+    commands.on('command', (e) => this.#commandEvent(e));
+    // A comment line now and then keeps proxies and NAT tables from closing an idle stream.
+    const isTokenLive = options.isTokenLive ?? (() => true);
+    this.#heartbeat = setInterval(() => {
+      for (const s of this.#streams) {
+        if (!isTokenLive(s.principal.tokenId)) {
+          s.res.end('event: revoked\ndata: {}\n\n');
+          this.#streams.delete(s);
+        } else if (s.res.writableLength < this.#maxBuffered) s.res.write(': keep-alive\n\n');
+      }
+    }, options.heartbeatMs ?? 5_000).unref();
+  }
+
+  get streamCount(): number {
+    return this.#streams.size;
+  }
+
+  addSource(source: DeviceEventSource): void {
+    source.onDeviceEvent((deviceId, event) => {
+      if (!this.#wanted(deviceId, 'radio')) return;
+      const at = typeof event.at === 'string' ? event.at : iso(Date.now());
+      this.#send({ ...event, kind: 'radio', deviceId, at, type: event.type });
+    });
+  }
+
+  /** Starts a stream on `res`; false when the gateway already serves `maxStreams` of them. */
+  open(res: ServerResponse, principal: Principal, filter: { device: string | null; kinds: ReadonlySet<LiveKind> }): boolean {
+    if (this.#streams.size >= this.#maxStreams) return false;
+    const stream: Stream = { res, principal, device: filter.device, kinds: filter.kinds, dropped: 0 };
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    res.write(`retry: 3000\n\n`);
+    this.#streams.add(stream);
+    res.on('close', () => this.#streams.delete(stream));
+    return true;
+  }
+
+  /** Ends every stream, so a shutdown does not wait for browsers to hang up. */
+  close(): void {
+    clearInterval(this.#heartbeat);
+    for (const s of this.#streams) s.res.end();
+    this.#streams.clear();
+  }
+
+  #wanted(deviceId: string, kind: LiveKind): boolean {
+    for (const s of this.#streams) if (s.kinds.has(kind) && (s.device === null || s.device === deviceId)) return true;
+    return false;
+  }
+
+  #stateEvent(e: StateEvent): void {
+    if (this.#streams.size === 0 || !this.#wanted(e.device.id, 'state')) return;
+    this.#send({ kind: 'state', deviceId: e.device.id, asset: e.asset.name, value: e.value, at: iso(e.at), source: e.source });
+  }
+
+  #refusalEvent(e: RefusalEvent): void {
+    if (this.#streams.size === 0 || !this.#wanted(e.deviceId, 'error')) return;
+    this.#send({ kind: 'error', deviceId: e.deviceId, topic: e.topic, code: e.code, error: e.error, at: iso(e.at) });
+  }
+
+  #commandEvent(e: CommandEvent): void {
+    if (this.#streams.size === 0 || !this.#wanted(e.deviceId, 'command')) return;
+    this.#send({ kind: 'command', deviceId: e.deviceId, values: e.values, meta: e.meta, delivered: e.delivered, at: iso(e.at), source: e.source });
+  }
+
+  #send(event: LiveEvent): void {
+    let text: string | undefined;
+    for (const s of this.#streams) {
+      if (!s.kinds.has(event.kind) || (s.device !== null && s.device !== event.deviceId)) continue;
+      if (!canReadDevice(s.principal, event.deviceId)) continue;
+      if (s.res.writableLength > this.#maxBuffered) {
+        s.dropped++;
+        this.eventsDropped++;
+        continue;
+      }
+      if (s.dropped > 0) {
+        // Tell the reader what it missed, once it keeps up again.
+        s.res.write(`event: dropped\ndata: {"count":${s.dropped}}\n\n`);
+        s.dropped = 0;
+      }
+      text ??= `data: ${JSON.stringify(event)}\n\n`;
+      s.res.write(text);
+      this.eventsSent++;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { ServiceError } from '../core/errors.js';
+import { canReadDevice, type Principal } from '../core/access.js';
+import type { RequestContext, Route } from '../transport/http/router.js';
+import { chooseEncoding, loadConsoleFiles } from './static-files.js';
+import { codecTrialRoute } from './codec-trial.js';
+import type { DeviceCodecs } from '../pipeline/device-codecs.js';
+import { LIVE_KINDS, type LiveEvents, type LiveKind } from './live-events.js';
+
+/** What `GET /whoami` shows: enough for a client to know what its token may do, never a secret. */
+export function whoamiView(p: Principal) {
+  return { tokenId: p.tokenId, kind: p.kind, deviceId: p.deviceId, scopes: p.scopes };
+}
+
+function parseKinds(raw: string | null): Set<LiveKind> {
+  if (raw === null || raw === '') return new Set(LIVE_KINDS);
+  const kinds = new Set<LiveKind>();
+  for (const k of raw.split(',')) {
+    if (!LIVE_KINDS.includes(k as LiveKind)) throw new ServiceError('INVALID_QUERY', `query "kinds" takes a comma-separated list of ${LIVE_KINDS.join(', ')}; "${k}" is not one`);
+    kinds.add(k as LiveKind);
+  }
+  return kinds;
+}
+
+/**
+ * The web console (static files under /console/) and the two public endpoints it needs beyond the
+ * device API: `GET /whoami` and the live event stream `GET /events`.
+ */
+export function consoleRoutes(live: LiveEvents, codecs: DeviceCodecs): Route[] {
+  const files = loadConsoleFiles();
+
+  const serveFile = (ctx: RequestContext, name: string) => {
+    const file = files.get(name);
+    if (!file) throw new ServiceError('NOT_FOUND', `no such console file: ${name}`);
+    const { req, res } = ctx;
+    // index.html is re-validated on every load so an upgrade shows at once; the rest by ETag as well (small, local).
+    const headers: Record<string, string> = { 'content-type': file.type, etag: file.etag, 'cache-control': 'no-cache', vary: 'accept-encoding' };
+    if (name === 'index.html') {
+      headers['content-security-policy'] = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
+      headers['x-content-type-options'] = 'nosniff';
+    }
+    if (req.headers['if-none-match'] === file.etag) {
+      res.writeHead(304, headers);
+      res.end();
+      return { status: 304, written: true };
+    }
+    const encoding = chooseEncoding(req.headers['accept-encoding']);
+    const body = encoding === 'br' ? file.brotli : encoding === 'gzip' ? file.gzip : file.identity;
+    if (encoding !== 'identity') headers['content-encoding'] = encoding;
+    headers['content-length'] = String(body.length);
+    res.writeHead(200, headers);
+    res.end(req.method === 'HEAD' ? undefined : body);
+    return { status: 200, written: true };
+  };
+
+  return [
+    {
+      pattern: '/console',
+      public: true,
+      methods: {
+        // Without the trailing slash the page's relative URLs would resolve outside /console/.
+        GET: (ctx) => ((ctx.req.url ?? '').split('?')[0]!.endsWith('/') ? serveFile(ctx, 'index.html') : { status: 301, headers: { location: '/console/' } }),
+      },
+    },
+    { pattern: '/console/:file', public: true, methods: { GET: (ctx) => serveFile(ctx, ctx.params.file!) } },
+    { pattern: '/console/:dir/:file', public: true, methods: { GET: (ctx) => serveFile(ctx, `${ctx.params.dir}/${ctx.params.file}`) } },
+    codecTrialRoute(codecs),
+    { pattern: '/whoami', methods: { GET: (ctx) => ({ status: 200, body: whoamiView(ctx.principal()) }) } },
+    {
+      pattern: '/events',
+      methods: {
+        GET: (ctx) => {
+          const principal = ctx.principal();
+          const device = ctx.query.get('device');
+          const kinds = parseKinds(ctx.query.get('kinds'));
+          if (device !== null && !canReadDevice(principal, device)) throw new ServiceError('FORBIDDEN', `this token may not read device ${device}`);
+          if (device === null && principal.kind === 'device') throw new ServiceError('FORBIDDEN', 'a device token reads the events of its own device: add ?device=<its id>');
+          if (!live.open(ctx.res, principal, { device, kinds })) {
+            throw new ServiceError('RATE_LIMITED', 'too many open event streams on this gateway; try again later', { retryAfter: 5 });
+          }
+          return { status: 200, written: true };
+        },
+      },
+    },
+  ];
+}

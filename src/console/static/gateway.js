@@ -1,0 +1,72 @@
+// The gateway at a glance: version, uptime, storage, radio sources, the upstream link, and on a
+// central the gateways behind it. Everything comes from /healthz, /metrics and /gateways.
+import { get } from './api.js';
+import { formatValue, h, table } from './dom.js';
+
+function parseMetrics(text) {
+  const values = new Map();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (m) values.set(m[1] + (m[2] ?? ''), Number(m[3]));
+  }
+  return values;
+}
+
+const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+function kv(entries) {
+  return h('dl', { class: 'kv card' }, ...entries.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+function uptime(seconds) {
+  const d = Math.floor(seconds / 86400);
+  const hrs = Math.floor((seconds % 86400) / 3600);
+  const min = Math.floor((seconds % 3600) / 60);
+  return `${d ? `${d} d ` : ''}${hrs} h ${min} min`;
+}
+
+export async function gatewayPage(container) {
+  const health = await fetch('/healthz').then((r) => r.json());
+  const metrics = parseMetrics(await fetch('/metrics').then((r) => r.text()));
+  container.append(
+    h('h1', {}, 'Gateway'),
+    kv([
+      ['Status', h('span', { class: `badge ${health.status === 'ok' ? 'ok' : 'bad'}` }, health.status)],
+      ['Version', health.version],
+      ['Role', health.role],
+      ['Uptime', uptime(health.uptimeSeconds ?? 0)],
+      ['Database size', metrics.has('outpost_store_bytes') ? mib(metrics.get('outpost_store_bytes')) : '—'],
+      ['States stored since start', String(metrics.get('outpost_states_ingested_total') ?? '—')],
+      ['States refused since start', String(metrics.get('outpost_states_refused_total') ?? '—')],
+      ['Memory (RSS)', metrics.has('process_resident_memory_bytes') ? mib(metrics.get('process_resident_memory_bytes')) : '—'],
+    ]),
+  );
+  if (health.store) container.append(h('h2', {}, 'Storage'), kv(Object.entries(health.store).map(([k, v]) => [k, formatValue(v)])));
+  const radio = health.radio;
+  container.append(h('h2', {}, 'Radio'));
+  if (radio && Array.isArray(radio.sources) && radio.sources.length > 0) {
+    container.append(table(['Source', 'Up', 'Frames received', 'Frames sent', 'Errors'], radio.sources.map((s) => h('tr', {}, h('td', {}, s.source), h('td', {}, s.up ? 'yes' : 'no'), h('td', {}, String(s.framesReceived)), h('td', {}, String(s.framesSent)), h('td', {}, String(s.errors)))), { label: 'Radio sources' }));
+  } else {
+    container.append(h('p', { class: 'muted' }, radio ? formatValue(radio) : 'No radio source is reported by this gateway.'));
+  }
+  container.append(h('h2', {}, 'Upstream link'));
+  const up = health.upstream;
+  if (up && up.link !== 'off') {
+    container.append(kv([
+      ['Link', h('span', { class: `badge ${up.link === 'up' ? 'ok' : 'bad'}` }, up.link)],
+      ['Outbox depth', String(up.depth ?? up.outbox?.depth ?? '—')],
+      ['Oldest waiting', String(up.oldestAt ?? up.outbox?.oldestAt ?? '—')],
+      ...Object.entries(up).filter(([k]) => !['link', 'depth', 'oldestAt', 'outbox'].includes(k)).map(([k, v]) => [k, formatValue(v)]),
+    ]));
+  } else {
+    container.append(h('p', { class: 'muted' }, 'No upstream is configured: this gateway keeps its data locally.'));
+  }
+  if (health.role === 'central') {
+    const gateways = await get('/gateways').catch(() => null);
+    container.append(h('h2', {}, 'Gateways'));
+    if (gateways) {
+      container.append(table(['Name', 'ID', 'Connected', 'Last seen', 'Devices'], gateways.map((g) => h('tr', {}, h('td', {}, g.name), h('td', { class: 'mono' }, g.id), h('td', {}, g.connected ? 'yes' : 'no'), h('td', {}, g.lastSeen ?? '—'), h('td', {}, String(g.devices?.length ?? 0)))), { label: 'Gateways' }));
+    } else container.append(h('p', { class: 'muted' }, 'Listing gateways needs the admin scope.'));
+  }
+}
