@@ -13,6 +13,9 @@ export interface OutpostConfig {
     host: string;
     port: number;
     payloadLimit: number;
+    /** Reports per second per device on `device/<id>/errors`, sustained, and at once. */
+    errorsPerSecond: number;
+    errorsBurst: number;
     tls: { enabled: boolean; port: number; cert: string | null; key: string | null };
   };
   limits: {
@@ -40,6 +43,8 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     host: '0.0.0.0',
     port: 1883,
     payloadLimit: 65536,
+    errorsPerSecond: 10,
+    errorsBurst: 50,
     tls: { enabled: false, port: 8883, cert: null, key: null },
   },
   limits: {
@@ -71,6 +76,8 @@ const CONFIG_SCHEMA = strict({
     host: { type: 'string', minLength: 1 },
     port,
     payloadLimit: positive,
+    errorsPerSecond: positive,
+    errorsBurst: positive,
     tls: strict({
       enabled: { type: 'boolean' },
       port,

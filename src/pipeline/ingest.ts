@@ -29,7 +29,18 @@ export interface RefusalEvent {
   code: string;
   error: string;
   at: number;
+  /** The refused assets of a device state message, at most REPORTED_ASSET_REFUSALS of them. */
+  assets?: AssetRefusal[];
+  /** How many refused assets were left out of `assets`. */
+  more?: number;
 }
+
+/**
+ * A device state message names at most as many assets as fit in its payload (thousands in 64 KiB):
+ * its refusals are reported as one event that lists this many and counts the rest, so one message
+ * can never turn into thousands of errors-topic messages.
+ */
+export const REPORTED_ASSET_REFUSALS = 50;
 
 export interface AssetRefusal {
   asset: string;
@@ -111,6 +122,13 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     this.emit('refused', { deviceId, topic, code: err.code, error, at: this.#clock.now() });
   }
 
+  /** The refused assets of one device state message, as one report (one event, whatever their number). */
+  reportAssetRefusals(deviceId: string, topic: string, refused: AssetRefusal[]): void {
+    if (refused.length === 0) return;
+    this.statesRefused += refused.length;
+    this.emit('refused', { deviceId, topic, at: this.#clock.now(), ...summarizeRefusals(refused) });
+  }
+
   async publishAssetState(req: AssetStateRequest): Promise<StateEvent> {
     const receivedAt = this.#clock.now();
     let asset: CachedAsset;
@@ -177,11 +195,10 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
         events.push(this.#prepare(device, asset, input, receivedAt, req.source, `asset "${name}"`));
       } catch (err) {
         if (!isServiceError(err)) throw err;
-        const refusal = { asset: name, code: err.code, error: err.message };
-        refused.push(refusal);
-        this.reportRefusal(device.id, req.topic, refusal);
+        refused.push({ asset: name, code: err.code, error: err.message });
       }
     }
+    this.reportAssetRefusals(device.id, req.topic, refused);
     const stored: StoredState[] = events.map((e) => ({ assetId: e.asset.id, at: e.at, valueJson: e.valueJson, receivedAt }));
     if (stored.length > 0 || message.uplink || req.alongside) await this.#writer.write(stored, this.#alongside(message.uplink, stored, req.alongside));
     const states: DeviceStateOutcome['states'] = {};
@@ -230,6 +247,22 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     this.statesAccepted++;
     this.emit('state', event);
   }
+}
+
+/**
+ * One report for the refused assets of a device state message: the assets' own code when they
+ * share one (else STATES_REFUSED, as the HTTP answer), the first REPORTED_ASSET_REFUSALS listed.
+ */
+export function summarizeRefusals(refused: AssetRefusal[]): Pick<RefusalEvent, 'code' | 'error' | 'assets' | 'more'> {
+  const first = refused[0]!;
+  if (refused.length === 1) return { code: first.code, error: first.error, assets: [first] };
+  const code = refused.every((r) => r.code === first.code) ? first.code : 'STATES_REFUSED';
+  const assets = refused.slice(0, REPORTED_ASSET_REFUSALS);
+  const more = refused.length - assets.length;
+  // The names only: each one's reason is in `assets`.
+  const listed = assets.map((r) => JSON.stringify(r.asset)).join(', ');
+  const error = `${refused.length} assets refused: ${listed}${more > 0 ? `, and ${more} more` : ''}`;
+  return more > 0 ? { code, error, assets, more } : { code, error, assets };
 }
 
 /** The state echo payload: exact bytes when the door kept them, else the asset's part as `{value, at?}` (contract §4). */

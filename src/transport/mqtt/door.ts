@@ -6,10 +6,10 @@ import { Aedes, type AedesPublishPacket, type AuthenticateError, type Client, ty
 import type { OutpostConfig } from '../../core/config.js';
 import { ServiceError, isServiceError } from '../../core/errors.js';
 import { canCommand, type Principal } from '../../core/access.js';
-import type { RateLimiter } from '../../core/rate-limit.js';
+import { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { StatePipeline, StateEvent, RefusalEvent } from '../../pipeline/ingest.js';
+import type { StatePipeline, StateEvent, RefusalEvent, AssetRefusal } from '../../pipeline/ingest.js';
 import { echoPayload, feedPayload } from '../../pipeline/ingest.js';
 import type { CommandRouter } from '../../pipeline/commands.js';
 import type { Registry } from '../../pipeline/registry.js';
@@ -20,6 +20,7 @@ import type { Logger } from '../../ops/logger.js';
 import { maySubscribe } from './acl.js';
 import { RetainedFeed, feedMessage } from './retained-feed.js';
 import { MqttCommandSink } from './command-sink.js';
+import { createFanout } from './fanout.js';
 import { assetTopic, errorsTopic, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
 
 export interface MqttDoorDeps {
@@ -109,12 +110,18 @@ export class MqttDoor {
   readonly #connections: LabelledCount;
   #flushTimer: NodeJS.Timeout | undefined;
   readonly #pubackSeconds: Histogram;
+  /** Reports on `device/<id>/errors`, per device: a flood of bad messages must not become a flood of reports. */
+  readonly #errorReports: RateLimiter;
+  /** Reports held back by #errorReports since the device's last delivered one (told in the next one). */
+  readonly #droppedReports = new Map<string, number>();
+  readonly #reportsDropped: Counter;
   readonly #onState = (event: StateEvent) => this.#publishState(event);
   readonly #onRefused = (event: RefusalEvent) => this.#publishRefusal(event);
 
   constructor(deps: MqttDoorDeps) {
     this.#deps = deps;
     this.#payloadLimit = deps.config.payloadLimit;
+    this.#errorReports = new RateLimiter(deps.config.errorsPerSecond, deps.config.errorsBurst);
     const m = deps.metrics;
     m.gauge('outpost_mqtt_connections', 'MQTT connections open now', () => this.#broker?.connectedClients ?? 0);
     this.#connections = new LabelledCount(m.counter('outpost_mqtt_connections_total', 'MQTT connection attempts by result (accepted, refused)'), 'result');
@@ -124,15 +131,23 @@ export class MqttDoor {
     this.#pubackSeconds = m.histogram('outpost_mqtt_puback_seconds', 'Time from a QoS 1 state publish to its PUBACK (includes the commit)', [
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
     ]);
+    this.#reportsDropped = m.counter('outpost_mqtt_error_reports_dropped_total', 'Reports not published on device/<id>/errors because the device was over mqtt.errorsPerSecond');
     m.gauge('outpost_mqtt_retained_feed_messages', 'Latest feed messages held for new subscribers', () => this.retained.size);
   }
 
   async start(): Promise<MqttPorts> {
     const { config, catalog, pipeline, registry, commands, logger } = this.#deps;
     this.#loadRetained();
-    this.#flushTimer = setInterval(() => this.#flushCounts(), 1000).unref();
+    let ticks = 0;
+    this.#flushTimer = setInterval(() => {
+      this.#flushCounts();
+      if (++ticks % 60 === 0) this.#errorReports.sweep(this.#deps.clock.now());
+    }, 1000).unref();
     const broker = await Aedes.createBroker({
       id: 'outpost',
+      // Fan-out without aedes' default delivery queue, whose drain recursed into a stack overflow
+      // (see fanout.ts).
+      mq: createFanout(),
       // Slow or frozen subscribers are cut off instead of holding buffers forever.
       drainTimeout: 20_000,
       connectTimeout: 15_000,
@@ -518,12 +533,29 @@ export class MqttDoor {
   }
 
   #publishRefusal(event: RefusalEvent): void {
-    this.#publishError(event.deviceId, { at: event.at, topic: event.topic, code: event.code, error: event.error });
+    this.#publishError(event.deviceId, event);
   }
 
-  #publishError(deviceId: string, error: { at: number; topic: string; code: string; error: string }): void {
-    const payload = JSON.stringify({ at: new Date(error.at).toISOString(), topic: error.topic, code: error.code, error: error.error });
-    this.#publish(errorsTopic(deviceId), payload, 1);
+  /**
+   * One message on `device/<id>/errors`, if anyone could be subscribed and the device is within
+   * mqtt.errorsPerSecond; the next delivered report says how many were held back (`dropped`).
+   */
+  #publishError(deviceId: string, error: { at: number; topic: string; code: string; error: string; assets?: AssetRefusal[]; more?: number }): void {
+    if (!this.#mayHaveSubscribers(deviceId)) return;
+    if (this.#errorReports.take(deviceId, this.#deps.clock.now()) > 0) {
+      this.#droppedReports.set(deviceId, (this.#droppedReports.get(deviceId) ?? 0) + 1);
+      this.#reportsDropped.inc();
+      return;
+    }
+    const report: Record<string, unknown> = { at: new Date(error.at).toISOString(), topic: error.topic, code: error.code, error: error.error };
+    if (error.assets && error.assets.length > 1) report.assets = error.assets;
+    if (error.more) report.more = error.more;
+    const dropped = this.#droppedReports.get(deviceId);
+    if (dropped) {
+      report.dropped = dropped;
+      this.#droppedReports.delete(deviceId);
+    }
+    this.#publish(errorsTopic(deviceId), JSON.stringify(report), 1);
   }
 }
 
