@@ -1,13 +1,13 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,store picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,store').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -25,4 +25,10 @@ if (only.has('mqtt')) {
   console.log('\nMQTT\n');
   console.log(formatMqttTable(rows));
   console.log(`written: ${saveResults('mqtt', rows as unknown as BenchRow[])}`);
+}
+if (only.has('store')) {
+  const { benchStore } = await import('./store.js');
+  const rows = await benchStore();
+  printTable('Store: start-up integrity check', rows);
+  console.log(`written: ${saveResults('store', rows)}`);
 }

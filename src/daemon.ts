@@ -1,9 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { OutpostConfig } from './core/config.js';
+import { ConfigError, type OutpostConfig } from './core/config.js';
 import { RateLimiter } from './core/rate-limit.js';
 import { systemClock, type Clock } from './core/time.js';
 import { Store } from './store/store.js';
+import { DataDirLock, prepareDataDir } from './store/data-dir.js';
+import type { HealthStatus } from './store/health.js';
 import { Catalog } from './store/catalog.js';
 import { StateWriter } from './pipeline/state-writer.js';
 import { StatePipeline } from './pipeline/ingest.js';
@@ -19,6 +21,7 @@ import { MqttDoor } from './transport/mqtt/door.js';
 import { apiRoutes } from './transport/http/routes.js';
 import { LiveEvents } from './console/live-events.js';
 import { consoleRoutes } from './console/routes.js';
+import { bindError, loadTlsFiles, type ListenerKeys } from './transport/bind-errors.js';
 import { programVersion } from './version.js';
 
 export interface DaemonPorts {
@@ -48,17 +51,33 @@ export class Daemon {
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   readonly #version = programVersion();
+  readonly #lock: DataDirLock;
   #http: Server | undefined;
   #live: LiveEvents | undefined;
   #mqtt: MqttDoor | undefined;
   #timers: NodeJS.Timeout[] = [];
 
+  /**
+   * Takes the data directory's lock (DataDirLockedError when another daemon has it) and opens the
+   * store, checking it first when store.checkOnStart is set (StoreCorruptError).
+   */
   constructor(config: OutpostConfig, logger: Logger, clock: Clock = systemClock) {
     this.config = config;
     this.logger = logger;
     this.clock = clock;
     this.#startedAt = clock.now();
-    this.store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
+    prepareDataDir(config.dataDir);
+    this.#lock = DataDirLock.acquire(config.dataDir);
+    try {
+      this.store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes, checkIntegrity: config.store.checkOnStart });
+    } catch (err) {
+      this.#lock.release();
+      throw err;
+    }
+    this.store.health.onProblem = (problem) => {
+      if (problem.kind === 'corrupt') logger.error({ code: problem.code, path: this.store.path }, problem.message);
+      else logger.warn({ code: problem.code, path: this.store.path }, problem.message);
+    };
     this.catalog = new Catalog(this.store);
     const commitMicros = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(this.store, { onCommit: (_n, micros) => commitMicros.observe(micros / 1e6) });
@@ -85,9 +104,16 @@ export class Daemon {
     this.metrics.gauge('process_resident_memory_bytes', 'Resident set size', () => process.memoryUsage.rss());
   }
 
-  health(): Record<string, unknown> {
+  /**
+   * `ok`, `degraded` (serving, but something needs attention, e.g. writes refused for lack of
+   * space) or `failing` (the store is damaged); /healthz answers 503 only for `failing`.
+   */
+  health(): { status: HealthStatus } & Record<string, unknown> {
+    const store = this.store.health.report();
     return {
-      status: 'ok',
+      status: store.status,
+      ...(store.reason ? { reason: `store: ${store.reason}` } : {}),
+      store: { ...store, bytes: this.store.sizeBytes(), maxBytes: this.config.store.maxBytes },
       version: this.#version,
       role: this.config.role,
       uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
@@ -95,8 +121,23 @@ export class Daemon {
     };
   }
 
+  /**
+   * Opens the doors. Any failure closes what was already opened (no half-started daemon keeps
+   * serving) and rejects; a setting that cannot be applied (an address, a port, a TLS file) is a
+   * ConfigError naming its key.
+   */
   async start(): Promise<DaemonPorts> {
+    try {
+      return await this.#start();
+    } catch (err) {
+      await this.stop().catch((stopErr: unknown) => this.logger.error({ err: stopErr }, 'cleanup after a failed start failed'));
+      throw err;
+    }
+  }
+
+  async #start(): Promise<DaemonPorts> {
     const ports: DaemonPorts = {};
+    if (this.config.mqtt.enabled && this.config.mqtt.tls.enabled) loadTlsFiles(this.config.mqtt.tls);
     await this.codecs.syncFromStore(this.store);
     if (this.config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
@@ -122,7 +163,7 @@ export class Daemon {
         bodyLimit: this.config.http.bodyLimit,
         requestsByStatus,
       });
-      ports.http = await listen(this.#http, this.config.http.port, this.config.http.host);
+      ports.http = await listen(this.#http, this.config.http.port, this.config.http.host, { host: 'http.host', port: 'http.port' });
     }
     if (this.config.mqtt.enabled) {
       this.#mqtt = new MqttDoor({
@@ -137,7 +178,15 @@ export class Daemon {
         logger: this.logger,
         clock: this.clock,
       });
-      Object.assign(ports, await this.#mqtt.start());
+      const { host, port, tls } = this.config.mqtt;
+      try {
+        Object.assign(ports, await this.#mqtt.start());
+      } catch (err) {
+        // The door listens on mqtt.port, then mqtt.tls.port; a port in the message tells them apart.
+        const failedPort = (err as { port?: unknown }).port;
+        const tlsFailed = tls.enabled && failedPort === tls.port && failedPort !== port;
+        throw bindError(err, { host: 'mqtt.host', port: tlsFailed ? 'mqtt.tls.port' : 'mqtt.port' }, host, tlsFailed ? tls.port : port) ?? err;
+      }
     }
     this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
@@ -148,7 +197,7 @@ export class Daemon {
 
   async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
-    if (this.#http) {
+    if (this.#http?.listening) {
       const server = this.#http;
       // Event streams never end by themselves: end them first so closing does not wait on browsers.
       this.#live?.close();
@@ -164,14 +213,16 @@ export class Daemon {
     this.writer.flush();
     this.codecs.dispose();
     this.store.close();
+    this.#lock.release();
   }
 }
 
-function listen(server: Server | import('node:net').Server, port: number, host: string): Promise<number> {
+function listen(server: Server | import('node:net').Server, port: number, host: string, keys: ListenerKeys): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => reject(bindError(err, keys, host, port) ?? err);
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve((server.address() as AddressInfo).port);
     });
   });

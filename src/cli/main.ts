@@ -4,7 +4,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type OutpostConfig } from '../core/config.js';
 import { isServiceError } from '../core/errors.js';
 import { systemClock } from '../core/time.js';
-import { Store } from '../store/store.js';
+import { Store, StoreCorruptError } from '../store/store.js';
+import { DataDirLockedError } from '../store/data-dir.js';
+import { isCorruption } from '../core/errors.js';
 import { Catalog } from '../store/catalog.js';
 import { Registry } from '../pipeline/registry.js';
 import { DeviceCodecs, setDeviceCodec } from '../pipeline/device-codecs.js';
@@ -36,6 +38,9 @@ Every command takes --data DIR and --config FILE (or OUTPOST_CONFIG / OUTPOST_DA
 
 class UsageError extends Error {}
 
+/** Exit codes (docs/configuration.md): systemd's RestartPreventExitStatus can list those a restart cannot fix. */
+const EXIT_CODES = { config: 2, dataDirLocked: 3, storeCorrupt: 4 } as const;
+
 const write = (text: string) => process.stdout.write(text + '\n');
 
 function configFrom(values: { config?: string; data?: string }): OutpostConfig {
@@ -65,6 +70,7 @@ async function runDaemon(config: OutpostConfig): Promise<number> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // On failure start() has closed what it opened; the rejection reaches main's exit-code mapping.
   const ports = await daemon.start();
   logger.info({ ports, version: programVersion(), dataDir: config.dataDir, role: config.role }, 'ready');
   return 0;
@@ -263,7 +269,14 @@ main(process.argv.slice(2))
   .catch((err: unknown) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`outpost: invalid configuration: ${err.message}\n`);
-      process.exitCode = 2;
+      process.exitCode = EXIT_CODES.config;
+    } else if (err instanceof DataDirLockedError) {
+      process.stderr.write(`outpost: ${err.message}\n`);
+      process.exitCode = EXIT_CODES.dataDirLocked;
+    } else if (err instanceof StoreCorruptError || isCorruption(err)) {
+      const message = err instanceof StoreCorruptError ? err.message : `the database file is damaged (${(err as Error).message}); restore a backup`;
+      process.stderr.write(`outpost: ${message}\n`);
+      process.exitCode = EXIT_CODES.storeCorrupt;
     } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`outpost: ${(err as Error).message}\n\n${USAGE}\n`);
       process.exitCode = 2;
@@ -276,4 +289,7 @@ main(process.argv.slice(2))
       process.stderr.write(`outpost: ${(err as Error).stack ?? String(err)}\n`);
       process.exitCode = 1;
     }
+    // A daemon that failed to start has closed its doors; should anything still hold the event
+    // loop, the process must not linger half-started.
+    setTimeout(() => process.exit(), 5000).unref();
   });

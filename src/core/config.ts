@@ -27,7 +27,7 @@ export interface OutpostConfig {
     rawUplinksPerDevice: number;
     rawUplinkDays: number;
   };
-  store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number };
+  store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
 }
 
@@ -56,7 +56,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     rawUplinksPerDevice: 1000,
     rawUplinkDays: 30,
   },
-  store: { synchronous: 'normal', pruneIntervalSeconds: 60, maxBytes: 0 },
+  store: { synchronous: 'normal', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
 };
 
@@ -94,7 +94,7 @@ const CONFIG_SCHEMA = strict({
     rawUplinksPerDevice: positive,
     rawUplinkDays: positive,
   }),
-  store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative }),
+  store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative, checkOnStart: { type: 'boolean' } }),
   codec: strict({
     js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
   }),
@@ -176,6 +176,7 @@ export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
   }
   if (sources.dataDir) merged.dataDir = sources.dataDir;
   validateConfig(merged);
+  checkConsistency(merged);
   const config = merged as unknown as OutpostConfig;
   config.dataDir = resolve(config.dataDir);
   return config;
@@ -195,4 +196,26 @@ export function validateConfig(candidate: unknown): asserts candidate is Outpost
         ? `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')} (enum)`
         : `${e.message} (${e.keyword})`;
   throw new ConfigError(`config key ${key}: ${rule}`);
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
+
+/** Rules between keys that a schema cannot say, checked once at start like the rest. */
+export function checkConsistency(config: OutpostConfig): void {
+  const { tls } = config.mqtt;
+  if (config.mqtt.enabled && tls.enabled) {
+    if (!tls.cert) throw new ConfigError('config key mqtt.tls.cert: required when mqtt.tls.enabled is true (path of a PEM certificate file)');
+    if (!tls.key) throw new ConfigError('config key mqtt.tls.key: required when mqtt.tls.enabled is true (path of a PEM private key file)');
+  }
+  // Two listeners on one port would fail at bind time with a message naming only the second one.
+  const listeners: Array<{ key: string; port: number; host: string }> = [];
+  if (config.http.enabled) listeners.push({ key: 'http.port', port: config.http.port, host: config.http.host });
+  if (config.mqtt.enabled) listeners.push({ key: 'mqtt.port', port: config.mqtt.port, host: config.mqtt.host });
+  if (config.mqtt.enabled && tls.enabled) listeners.push({ key: 'mqtt.tls.port', port: tls.port, host: config.mqtt.host });
+  for (const [i, a] of listeners.entries()) {
+    for (const b of listeners.slice(i + 1)) {
+      const overlap = a.host === b.host || WILDCARD_HOSTS.has(a.host) || WILDCARD_HOSTS.has(b.host);
+      if (a.port !== 0 && a.port === b.port && overlap) throw new ConfigError(`config key ${b.key}: port ${b.port} is already taken by ${a.key}`);
+    }
+  }
 }

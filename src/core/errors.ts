@@ -56,9 +56,27 @@ export function isServiceError(err: unknown): err is ServiceError {
   return err instanceof ServiceError;
 }
 
-/** SQLite failures that mean "try again later" rather than "your request is wrong". */
+/** A damaged database file: no retry helps, the operator restores a backup. */
+export function isCorruption(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code);
+}
+
+/** A write refused for lack of space (the store.maxBytes cap or a full disk). */
+export function isStorageFull(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_FULL');
+}
+
+/**
+ * The one mapping of SQLite failures to refusals: storage trouble is 503 STORAGE_UNAVAILABLE
+ * (never a 500), whether it is temporary (busy, full) or a damaged file.
+ */
 export function storageError(err: unknown): ServiceError | undefined {
   const code = (err as { code?: unknown })?.code;
+  if (isCorruption(err)) {
+    return new ServiceError('STORAGE_UNAVAILABLE', `storage unavailable: the database file is damaged (${String(code)})`, { retryAfter: 60 });
+  }
   if (typeof code === 'string' && /^SQLITE_(FULL|BUSY|LOCKED|IOERR|CANTOPEN|READONLY|NOMEM)/.test(code)) {
     return new ServiceError('STORAGE_UNAVAILABLE', `storage unavailable (${code})`, { retryAfter: 5 });
   }

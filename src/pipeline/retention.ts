@@ -40,8 +40,11 @@ export class HistoryPruner {
       if (removed > 0) this.#logger.debug({ removed }, 'history pruned');
       return removed;
     } catch (err) {
-      this.#logger.warn({ err }, 'history pruning failed; will retry');
       for (const id of assets) this.#touched.add(id);
+      // A damaged file is reported once, as an error with what to do (the store's health does);
+      // repeating it every run would bury it.
+      this.#store.health.observe(err);
+      if (!this.#store.health.corrupt) this.#logger.warn({ err }, 'history pruning failed; will retry');
       return 0;
     }
   }

@@ -1,4 +1,3 @@
-import { storageError } from '../core/errors.js';
 import type { Store, StoredState } from '../store/store.js';
 
 /**
@@ -62,10 +61,11 @@ export class StateWriter {
         });
       }
     } catch (err) {
-      const refusal = storageError(err) ?? err;
+      const refusal = this.#store.health.observe(err) ?? err;
       for (const w of batch.waiters) w.reject(refusal);
       return;
     }
+    this.#store.health.writeSucceeded();
     this.#onCommit?.(batch.states.length, Number(process.hrtime.bigint() - started) / 1000);
     for (const w of batch.waiters) w.resolve();
   }

@@ -1,7 +1,10 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3, { type Database, type Statement } from 'better-sqlite3';
 import { migrate } from './migrations.js';
+import { DATA_FILES, prepareDataDir } from './data-dir.js';
+import { StoreHealth, restoreAdvice } from './health.js';
+import { isCorruption } from '../core/errors.js';
 import { newId, newTokenSecret, hashToken, type TokenKind } from '../core/ids.js';
 import type { Profile } from '../core/profiles.js';
 
@@ -133,6 +136,23 @@ export interface StoreOptions {
   /** Largest database file in bytes (0: no limit). Over it writes fail with SQLITE_FULL (HTTP 503). */
   maxBytes?: number;
   readonly?: boolean;
+  /**
+   * Run `PRAGMA quick_check` before using the file (the daemon does at start; the CLI does not,
+   * it opens the file for every command). A damaged file throws StoreCorruptError.
+   */
+  checkIntegrity?: boolean;
+}
+
+/** The database file is damaged; the message says what to do. */
+export class StoreCorruptError extends Error {
+  override name = 'StoreCorruptError';
+  readonly code = 'STORE_CORRUPT';
+  constructor(
+    readonly path: string,
+    readonly problems: string[],
+  ) {
+    super(`the database file ${path} is damaged (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? `; ${problems.length - 3} more` : ''}): ${restoreAdvice(path)}`);
+  }
 }
 
 /**
@@ -142,16 +162,38 @@ export interface StoreOptions {
 export class Store {
   readonly db: Database;
   readonly path: string;
+  /** What the store's failures say about it (damaged, full), for /healthz. */
+  readonly health: StoreHealth;
   readonly #stmts = new Map<string, Statement>();
 
+  /** Opens (creating it owner-only if needed) the database of a data directory. */
   static open(dataDir: string, options: StoreOptions = {}): Store {
-    mkdirSync(dataDir, { recursive: true });
-    return new Store(join(dataDir, 'outpost.db'), options);
+    prepareDataDir(dataDir);
+    return new Store(join(dataDir, DATA_FILES.database), options);
   }
 
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
+    this.health = new StoreHealth(path);
     this.db = new BetterSqlite3(path);
+    try {
+      this.#configure(options);
+    } catch (err) {
+      this.db.close();
+      // A header or schema page too damaged to even open the file.
+      if (isCorruption(err)) throw new StoreCorruptError(path, [(err as Error).message]);
+      throw err;
+    }
+  }
+
+  #configure(options: StoreOptions): void {
+    if (options.checkIntegrity) {
+      // Before migrations, so a damaged file is never written to. quick_check reads every page
+      // (O(N), measured in docs/configuration.md) but skips the index-content cross-check.
+      const problems = this.db.pragma('quick_check(20)', { simple: false }) as Array<{ quick_check: string }>;
+      const found = problems.map((r) => r.quick_check).filter((m) => m !== 'ok');
+      if (found.length > 0) throw new StoreCorruptError(this.path, found);
+    }
     this.db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode survives a killed process; FULL also survives power loss, at one fsync per commit.
     this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);

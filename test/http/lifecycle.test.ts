@@ -75,6 +75,12 @@ test('503 with Retry-After when the store is full; acknowledged states stay and 
     assert.equal(full.body.code, 'STORAGE_UNAVAILABLE');
     assert.ok(Number(full.headers.get('retry-after')) >= 1);
     assert.ok(stored > 10);
+    const health = await api(d.url, 'GET', '/healthz');
+    assert.equal(health.status, 200, 'a full store still serves: degraded, not failing');
+    assert.equal(health.body.status, 'degraded');
+    assert.match(health.body.reason, /store: writes refused for lack of space .*SQLITE_FULL/);
+    assert.equal(health.body.store.maxBytes, 256 * 1024);
+    assert.ok(d.logs.some((l) => l.includes('"level":40') && l.includes('raise store.maxBytes')), 'one warning says what to do');
     const latest = await api(d.url, 'GET', `/device/${device.id}/asset/log/state`, { token: device.token });
     assert.equal(latest.status, 200, 'reads still work');
     assert.ok(latest.body.state.value.startsWith(`${stored - 1}:`), 'the last acknowledged state is the latest');

@@ -22,7 +22,7 @@ export interface ApiDeps {
   decoders: DeviceStateDecoder;
   codecs: DeviceCodecs;
   clock: Clock;
-  health: () => Record<string, unknown>;
+  health: () => { status: 'ok' | 'degraded' | 'failing' } & Record<string, unknown>;
   metricsText: () => string;
 }
 
@@ -112,7 +112,13 @@ export function apiRoutes(deps: ApiDeps): Route[] {
   };
 
   return [
-    { pattern: '/healthz', public: true, methods: { GET: () => ({ status: 200, body: deps.health() }) } },
+    {
+      pattern: '/healthz',
+      public: true,
+      // 503 only when the gateway cannot do its job (a damaged store): monitors alert and load
+      // balancers stop sending; `degraded` (e.g. a full store) still serves, so it stays 200.
+      methods: { GET: () => { const body = deps.health(); return { status: body.status === 'failing' ? 503 : 200, body }; } },
+    },
     {
       pattern: '/metrics',
       public: true,

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { ServiceError, isServiceError, storageError } from '../../core/errors.js';
+import { ServiceError, isServiceError } from '../../core/errors.js';
 import type { Principal } from '../../core/access.js';
 import type { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
@@ -122,7 +122,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     handle(req, res)
       .then((reply) => send(res, reply))
       .catch((err: unknown) => {
-        const refusal = isServiceError(err) ? err : storageError(err);
+        const refusal = isServiceError(err) ? err : catalog.store.health.observe(err);
         if (refusal) {
           // The rest of an oversize body is not worth reading: answer and close the connection.
           if (refusal.status === 413) res.setHeader('connection', 'close');
