@@ -21,7 +21,7 @@ async function startToReady(runs: number): Promise<number[]> {
   return times;
 }
 
-function parseWrk(output: string) {
+export function parseWrk(output: string) {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? NaN);
   const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
   const pct = (p: string) => {

@@ -34,7 +34,7 @@ export interface MqttBenchRow {
   note?: string;
 }
 
-interface Settings {
+export interface Settings {
   seconds: number;
   connections: number;
   generators: number;
@@ -42,7 +42,7 @@ interface Settings {
   idle: number;
 }
 
-function settings(): Settings {
+export function settings(): Settings {
   const n = (name: string, def: number) => (process.env[name] ? Number(process.env[name]) : def);
   return {
     seconds: n('BENCH_SECONDS', 8),
@@ -102,7 +102,7 @@ async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
 
 // ---- brokers
 
-interface Broker {
+export interface Broker {
   name: 'outpost' | 'mosquitto';
   proc: ChildProcess;
   port: number;
@@ -119,10 +119,10 @@ async function startMosquitto(dir: string): Promise<Broker> {
   return { name: 'mosquitto', proc, port, stop: () => stopProc(proc) };
 }
 
-async function startOutpost(dataDir: string): Promise<Broker> {
+export async function startOutpost(dataDir: string, args: string[] = []): Promise<Broker> {
   // BENCH_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist', 'cli', 'main.js'), 'run', '--data', dataDir], {
+  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist', 'cli', 'main.js'), 'run', '--data', dataDir, ...args], {
     cwd: ROOT,
     env: childEnv({ OUTPOST_RATE_LIMIT: '0', OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -150,14 +150,14 @@ function stopProc(proc: ChildProcess): Promise<void> {
 
 // ---- load
 
-interface Device {
+export interface Device {
   id: string;
   token: string;
   topic: string;
   commandTopic: string;
 }
 
-function provision(dataDir: string, publishers: number, idle: number): { publishers: Device[]; idle: Device[]; appToken: string } {
+export function provision(dataDir: string, publishers: number, idle: number): { publishers: Device[]; idle: Device[]; appToken: string } {
   const store = Store.open(dataDir);
   const make = (name: string, kind: 'sensor' | 'actuator', asset: string): Device => {
     const { device, token } = store.createDevice({ name }, Date.now());
@@ -186,7 +186,7 @@ function percentile(hist: number[], q: number): number {
   return NaN;
 }
 
-async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: Settings): Promise<{ rate: number; cpuUs: number; p50: number; p99: number; rss: number; acked: number }> {
+export async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: Settings): Promise<{ rate: number; cpuUs: number; p50: number; p99: number; rss: number; acked: number }> {
   const warmupMs = 1500;
   const durationMs = s.seconds * 1000;
   const children: ChildProcess[] = [];

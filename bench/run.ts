@@ -1,13 +1,13 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,store picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,store').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -25,6 +25,12 @@ if (only.has('mqtt')) {
   console.log('\nMQTT\n');
   console.log(formatMqttTable(rows));
   console.log(`written: ${saveResults('mqtt', rows as unknown as BenchRow[])}`);
+}
+if (only.has('durability')) {
+  const { benchDurability } = await import('./durability.js');
+  const rows = await benchDurability();
+  printTable('Durability: store.synchronous normal vs full, both with group commit (ratios from one run)', rows);
+  console.log(`written: ${saveResults('durability', rows)}`);
 }
 if (only.has('store')) {
   const { benchStore } = await import('./store.js');

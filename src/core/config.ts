@@ -56,7 +56,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     rawUplinksPerDevice: 1000,
     rawUplinkDays: 30,
   },
-  store: { synchronous: 'normal', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
+  store: { synchronous: 'full', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
 };
 
