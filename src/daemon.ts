@@ -15,6 +15,10 @@ import { DeviceStateDecoder } from './pipeline/decoders.js';
 import { DeviceCodecs } from './pipeline/device-codecs.js';
 import { HistoryPruner } from './pipeline/retention.js';
 import { MetricsRegistry } from './ops/metrics.js';
+import { registerProcessMetrics } from './ops/process-metrics.js';
+import { ConfigReloader, type ReloadOutcome } from './ops/reload.js';
+import { ControlServer } from './ops/control.js';
+import { StatusSections, storeFigures, type DaemonStatus } from './ops/status.js';
 import type { Logger } from './ops/logger.js';
 import { createHttpServer } from './transport/http/server.js';
 import { MqttDoor } from './transport/mqtt/door.js';
@@ -48,6 +52,10 @@ export class Daemon {
   readonly rateLimiter: RateLimiter;
   readonly codecs: DeviceCodecs;
   readonly decoders: DeviceStateDecoder;
+  /** SIGHUP reloads: parts that take new settings live register here (radio and sync too). */
+  readonly reloader: ConfigReloader;
+  /** The radio and upstream sections of `outpost status`. */
+  readonly statusSections = new StatusSections();
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   readonly #version = programVersion();
@@ -56,6 +64,9 @@ export class Daemon {
   #live: LiveEvents | undefined;
   #mqtt: MqttDoor | undefined;
   #timers: NodeJS.Timeout[] = [];
+  #control: ControlServer | undefined;
+  #ports: DaemonPorts = {};
+  #stopProcessMetrics: (() => void) | undefined;
 
   /**
    * Takes the data directory's lock (DataDirLockedError when another daemon has it) and opens the
@@ -93,15 +104,50 @@ export class Daemon {
     });
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
+    this.reloader = new ConfigReloader(config);
+    this.#registerReloadables();
+  }
+
+  /**
+   * What a SIGHUP can change without dropping a connection (docs/operations.md). The config object
+   * is changed in place: the parts holding it (registry, pruner, doors, codecs) read it per use.
+   */
+  #registerReloadables(): void {
+    const { config, reloader } = this;
+    reloader.register('log.level', (next) => {
+      config.log.level = next.log.level;
+      this.logger.level = next.log.level;
+    });
+    reloader.register('limits', (next) => {
+      Object.assign(config.limits, next.limits);
+      this.rateLimiter.reconfigure(config.limits.rate, config.limits.burst);
+    });
+    reloader.register('http.bodyLimit', (next) => void (config.http.bodyLimit = next.http.bodyLimit));
+    reloader.register('mqtt.payloadLimit', (next) => void (config.mqtt.payloadLimit = next.mqtt.payloadLimit));
+    reloader.register('store.maxBytes', (next) => {
+      this.store.setMaxBytes(next.store.maxBytes);
+      config.store.maxBytes = next.store.maxBytes;
+    });
+    reloader.register('codec', async (next) => {
+      Object.assign(config.codec.js, next.codec.js);
+      await this.codecs.recompileAll();
+    });
+  }
+
+  /** Applies a new configuration (SIGHUP); see ConfigReloader. */
+  reloadConfig(next: OutpostConfig): Promise<ReloadOutcome> {
+    return this.reloader.reload(next);
   }
 
   #registerMetrics(): void {
-    this.metrics.gauge('outpost_states_ingested_total', 'States accepted and stored since start', () => this.pipeline.statesAccepted);
-    this.metrics.gauge('outpost_states_refused_total', 'States refused (bad payload, profile mismatch, unknown asset) since start', () => this.pipeline.statesRefused);
-    this.metrics.gauge('outpost_commands_sent_total', 'Commands routed since start', () => this.commands.commandsSent);
+    this.metrics.counterFrom('outpost_states_ingested_total', 'States accepted and stored since start', () => this.pipeline.statesAccepted);
+    this.metrics.counterFrom('outpost_states_refused_total', 'States refused (bad payload, profile mismatch, unknown asset) since start', () => this.pipeline.statesRefused);
+    this.metrics.counterFrom('outpost_commands_sent_total', 'Commands routed since start', () => this.commands.commandsSent);
     this.metrics.gauge('outpost_store_bytes', 'Size of the SQLite database and its WAL on disk', () => this.store.sizeBytes());
+    this.metrics.gauge('outpost_store_max_bytes', 'Configured cap of the database file (store.maxBytes; 0 = none)', () => this.config.store.maxBytes);
+    this.metrics.gauge('outpost_devices', 'Devices registered', () => this.catalog.store.db.prepare('SELECT count(*) FROM devices').pluck().get() as number);
     this.metrics.gauge('outpost_uptime_seconds', 'Seconds since the daemon started', () => (this.clock.now() - this.#startedAt) / 1000);
-    this.metrics.gauge('process_resident_memory_bytes', 'Resident set size', () => process.memoryUsage.rss());
+    this.#stopProcessMetrics = registerProcessMetrics(this.metrics, this.#version);
   }
 
   /**
@@ -121,6 +167,33 @@ export class Daemon {
     };
   }
 
+  /** `outpost status`, answered on the control socket. */
+  status(): DaemonStatus {
+    const figures = storeFigures(this.store);
+    return {
+      version: this.#version,
+      pid: process.pid,
+      uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
+      dataDir: this.config.dataDir,
+      ports: { ...this.#ports } as Record<string, number>,
+      devices: figures.devices,
+      states: { stored: figures.storedStates, acceptedSinceStart: this.pipeline.statesAccepted, refusedSinceStart: this.pipeline.statesRefused },
+      radio: this.statusSections.read('radio'),
+      upstream: this.statusSections.read('upstream'),
+      lastUplinkAt: figures.lastUplinkAt === null ? null : new Date(figures.lastUplinkAt).toISOString(),
+    };
+  }
+
+  /** For the systemd watchdog: the event loop runs (or this would not be called) and the database answers. */
+  healthy(): boolean {
+    try {
+      this.store.db.prepare('SELECT 1').get();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /**
    * Opens the doors. Any failure closes what was already opened (no half-started daemon keeps
    * serving) and rejects; a setting that cannot be applied (an address, a port, a TLS file) is a
@@ -136,10 +209,11 @@ export class Daemon {
   }
 
   async #start(): Promise<DaemonPorts> {
-    const ports: DaemonPorts = {};
+    const ports: DaemonPorts = this.#ports;
     if (this.config.mqtt.enabled && this.config.mqtt.tls.enabled) loadTlsFiles(this.config.mqtt.tls);
     await this.codecs.syncFromStore(this.store);
-    if (this.config.http.enabled) {
+    const config = this.config;
+    if (config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
       const live = (this.#live = new LiveEvents(this.pipeline, this.commands, { isTokenLive: (id) => this.catalog.isTokenLive(id) }));
       this.metrics.gauge('outpost_console_streams', 'Open live event streams (GET /events)', () => live.streamCount);
@@ -160,7 +234,10 @@ export class Daemon {
         rateLimiter: this.rateLimiter,
         clock: this.clock,
         logger: this.logger,
-        bodyLimit: this.config.http.bodyLimit,
+        // A getter: a config reload changes the limit without restarting the server.
+        get bodyLimit() {
+          return config.http.bodyLimit;
+        },
         requestsByStatus,
       });
       ports.http = await listen(this.#http, this.config.http.port, this.config.http.host, { host: 'http.host', port: 'http.port' });
@@ -192,11 +269,14 @@ export class Daemon {
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
     // Notices CLI changes (revoked tokens) even when no request arrives to trigger the check.
     this.#timers.push(setInterval(() => this.catalog.syncWithDisk(), 250).unref());
+    this.#control = await ControlServer.start(this.config.dataDir, { '/status': () => this.status() }, this.logger);
     return ports;
   }
 
   async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
+    await this.#control?.stop();
+    this.#stopProcessMetrics?.();
     if (this.#http?.listening) {
       const server = this.#http;
       // Event streams never end by themselves: end them first so closing does not wait on browsers.

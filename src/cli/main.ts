@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type OutpostConfig } from '../core/config.js';
+import { ConfigError, loadConfig, type ConfigSources, type OutpostConfig } from '../core/config.js';
 import { isServiceError } from '../core/errors.js';
 import { systemClock } from '../core/time.js';
 import { Store, StoreCorruptError } from '../store/store.js';
@@ -13,6 +13,7 @@ import { DeviceCodecs, setDeviceCodec } from '../pipeline/device-codecs.js';
 import { assetView, deviceWithAssetsView, tokenView } from '../pipeline/views.js';
 import { createLogger } from '../ops/logger.js';
 import { Daemon } from '../daemon.js';
+import { ServiceHooks } from '../ops/service.js';
 import { programVersion } from '../version.js';
 import { formatTable } from './table.js';
 
@@ -33,6 +34,10 @@ const USAGE = `usage: outpost <command> [options]
   token revoke <TokenID>
   state get <DeviceID> <AssetName> [--json]
   codec check|decode|encode ...                      see docs/codecs.md
+  status [--json]                                   ask the running daemon (version, uptime, counts, radio, upstream)
+  doctor [--json]                                   check config, ports, data dir, database, disk, radio, upstream, clock
+  backup FILE                                       online backup of the database (while the daemon runs)
+  restore FILE [--yes]                              replace the database with a backup (daemon stopped)
 
 Every command takes --data DIR and --config FILE (or OUTPOST_CONFIG / OUTPOST_DATA_DIR).`;
 
@@ -47,14 +52,17 @@ function configFrom(values: { config?: string; data?: string }): OutpostConfig {
   return loadConfig({ file: values.config, dataDir: values.data });
 }
 
-async function runDaemon(config: OutpostConfig): Promise<number> {
+async function runDaemon(config: OutpostConfig, sources: ConfigSources): Promise<number> {
   const logger = createLogger(config.log.level);
   const daemon = new Daemon(config, logger);
+  // systemd readiness/watchdog and SIGHUP reloads (docs/operations.md).
+  const service = new ServiceHooks(daemon, sources, logger);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    service.stopping();
     daemon
       .stop()
       .then(() => {
@@ -73,6 +81,7 @@ async function runDaemon(config: OutpostConfig): Promise<number> {
   // On failure start() has closed what it opened; the rejection reaches main's exit-code mapping.
   const ports = await daemon.start();
   logger.info({ ports, version: programVersion(), dataDir: config.dataDir, role: config.role }, 'ready');
+  service.ready(ports);
   return 0;
 }
 
@@ -101,6 +110,10 @@ export async function main(argv: string[]): Promise<number> {
   if (!command || command === 'help' || command === '--help' || command === '-h') {
     write(USAGE);
     return command ? 0 : 2;
+  }
+  if (command === 'status' || command === 'doctor' || command === 'backup' || command === 'restore') {
+    const { runOpsCommand } = await import('./ops-commands.js');
+    return runOpsCommand(command, rest, write);
   }
   if (command === 'codec') {
     const { runCodecCommand } = await import('./codec-commands.js');
@@ -132,7 +145,7 @@ export async function main(argv: string[]): Promise<number> {
 
   switch (`${command} ${command === 'run' ? '' : (sub ?? '')}`.trim()) {
     case 'run':
-      return runDaemon(config);
+      return runDaemon(config, { file: values.config, dataDir: values.data });
     case 'device create':
       return withRegistry(config, (registry) => {
         const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 
 export interface OutpostConfig {
   version: 1;
@@ -150,6 +151,35 @@ export interface ConfigSources {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * The config file is JSON that may carry comments and trailing commas (like config/example.jsonc),
+ * so the documented example can be installed as the config file and edited in place.
+ */
+export function parseConfigText(text: string, file: string): unknown {
+  const errors: ParseError[] = [];
+  const parsed: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
+  if (errors.length > 0) {
+    const { error, offset } = errors[0]!;
+    const before = text.slice(0, offset);
+    const line = before.split('\n').length;
+    const column = offset - before.lastIndexOf('\n');
+    throw new ConfigError(`config file ${file}: not valid JSON at line ${line}, column ${column} (${printParseErrorCode(error)})`);
+  }
+  return parsed;
+}
+
+/** Every key path the schema knows (`mqtt.tls.cert`, `radio.serial[].path`), for the example and docs checks. */
+export function configKeyPaths(): string[] {
+  const walk = (schema: Record<string, unknown>, prefix: string): string[] => {
+    const items = schema.items as Record<string, unknown> | undefined;
+    if (items && typeof items === 'object') return walk(items, `${prefix}[]`);
+    const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+    if (!properties) return prefix ? [prefix] : [];
+    return Object.entries(properties).flatMap(([key, sub]) => walk(sub, prefix ? `${prefix}.${key}` : key));
+  };
+  return walk(CONFIG_SCHEMA as Record<string, unknown>, '');
+}
+
 export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
   const env = sources.env ?? process.env;
   let merged: Json = structuredClone(DEFAULT_CONFIG) as unknown as Json;
@@ -161,12 +191,7 @@ export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
     } catch (err) {
       throw new ConfigError(`config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      throw new ConfigError(`config file ${file}: not valid JSON (${(err as Error).message})`);
-    }
+    const parsed = parseConfigText(text, file);
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${file}: must be a JSON object`);
     merged = merge(merged, parsed as Json);
   }

@@ -4,12 +4,19 @@
  */
 export class RateLimiter {
   readonly #buckets = new Map<string, { level: number; updated: number }>();
-  readonly #rate: number;
-  readonly #burst: number;
+  #rate: number;
+  #burst: number;
 
   constructor(rate: number, burst: number) {
     this.#rate = rate;
     this.#burst = Math.max(burst, 1);
+  }
+
+  /** New limits from a config reload; buckets keep their level (capped at the new burst). */
+  reconfigure(rate: number, burst: number): void {
+    this.#rate = rate;
+    this.#burst = Math.max(burst, 1);
+    for (const bucket of this.#buckets.values()) bucket.level = Math.min(bucket.level, this.#burst);
   }
 
   get enabled(): boolean {

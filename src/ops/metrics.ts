@@ -46,16 +46,20 @@ export class Counter implements Series {
   }
 }
 
-/** A gauge read when scraped, so nothing has to keep it up to date. */
+/**
+ * A value read when scraped, so nothing has to keep it up to date. `type` is `counter` for totals
+ * that some other object already counts (states accepted since start), else `gauge`.
+ */
 export class Gauge implements Series {
   constructor(
     readonly name: string,
     readonly help: string,
     readonly read: () => number | Array<[Labels, number]>,
+    readonly type: 'gauge' | 'counter' = 'gauge',
   ) {}
 
   render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
     const value = this.read();
     if (typeof value === 'number') lines.push(`${this.name} ${value}`);
     else for (const [labels, v] of value) lines.push(`${this.name}${labelText(labels)} ${v}`);
@@ -100,6 +104,11 @@ export class MetricsRegistry {
     return this.#add(new Gauge(name, help, read));
   }
 
+  /** A counter whose value another object keeps (read at scrape time). */
+  counterFrom(name: string, help: string, read: Gauge['read']): Gauge {
+    return this.#add(new Gauge(name, help, read, 'counter'));
+  }
+
   histogram(name: string, help: string, buckets: readonly number[]): Histogram {
     return this.#add(new Histogram(name, help, buckets));
   }
@@ -107,6 +116,11 @@ export class MetricsRegistry {
   #add<S extends Series>(series: S): S {
     this.#series.push(series);
     return series;
+  }
+
+  /** Names of every registered series (docs/operations.md lists them all; a test checks). */
+  names(): string[] {
+    return this.#series.map((s) => (s as unknown as { name: string }).name);
   }
 
   render(): string {

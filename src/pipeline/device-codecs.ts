@@ -139,6 +139,21 @@ export class DeviceCodecs {
     }
   }
 
+  /**
+   * Compiles every active codec again, e.g. with new sandbox limits after a config reload. A codec
+   * that no longer compiles keeps running as it was, with a warning.
+   */
+  async recompileAll(): Promise<void> {
+    for (const [deviceId, { source }] of [...this.#compiled]) {
+      try {
+        const { codec } = await this.compile(JSON.parse(source) as StoredCodecSettings);
+        this.activate(deviceId, source, codec);
+      } catch (err) {
+        this.#logger.warn({ deviceId, err: (err as Error).message }, 'codec does not compile with the new settings; the previous one stays active');
+      }
+    }
+  }
+
   dispose(): void {
     for (const entry of this.#compiled.values()) entry.codec.dispose();
     this.#compiled.clear();

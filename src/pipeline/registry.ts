@@ -42,13 +42,14 @@ type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceI
 export class Registry extends EventEmitter<RegistryEvents> {
   readonly #catalog: Catalog;
   readonly #clock: Clock;
-  readonly #assetsPerDevice: number;
+  // Read on every use: a config reload changes the limit in place.
+  readonly #limits: { assetsPerDevice: number };
 
   constructor(catalog: Catalog, clock: Clock, limits: { assetsPerDevice: number }) {
     super();
     this.#catalog = catalog;
     this.#clock = clock;
-    this.#assetsPerDevice = limits.assetsPerDevice;
+    this.#limits = limits;
   }
 
   get #store() {
@@ -139,8 +140,8 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const rawProfile = member(b, 'profile');
     if (rawProfile === undefined) throw new ServiceError('INVALID_PROFILE', '"profile" is required');
     const profile = normalizeProfile(rawProfile);
-    if (this.#store.countAssets(deviceId) >= this.#assetsPerDevice) {
-      throw new ServiceError('TOO_MANY_ASSETS', `device ${deviceId} already has the maximum of ${this.#assetsPerDevice} assets`);
+    if (this.#store.countAssets(deviceId) >= this.#limits.assetsPerDevice) {
+      throw new ServiceError('TOO_MANY_ASSETS', `device ${deviceId} already has the maximum of ${this.#limits.assetsPerDevice} assets`);
     }
     const asset = this.#store.createAsset(
       { deviceId, name, is: kind, profile, title: optionalText(b, 'title') ?? null, description: optionalText(b, 'description') ?? null },

@@ -201,10 +201,7 @@ export class Store {
     this.db.pragma('foreign_keys = ON');
     // A cap on the database file keeps a small SD card from filling up: writes over it are refused
     // (503, Retry-After) instead of taking the whole system down with a full disk.
-    if (options.maxBytes) {
-      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
-      this.db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
-    }
+    if (options.maxBytes) this.setMaxBytes(options.maxBytes);
     // The CLI writes to the same file while the daemon runs; wait for each other's short transactions.
     this.db.pragma('busy_timeout = 5000');
     migrate(this.db);
@@ -212,6 +209,14 @@ export class Store {
 
   close(): void {
     if (this.db.open) this.db.close();
+  }
+
+  /** Caps the database file (0: no cap); also used by a config reload. */
+  setMaxBytes(maxBytes: number): void {
+    const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+    // 4294967294 is SQLite's own largest page count, i.e. no cap.
+    const pages = maxBytes > 0 ? Math.max(1, Math.floor(maxBytes / pageSize)) : 4294967294;
+    this.db.pragma(`max_page_count = ${pages}`);
   }
 
   #stmt(sql: string): Statement {

@@ -50,7 +50,7 @@ export function errorReply(err: ServiceError): Reply {
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const router = new Router(options.routes);
-  const { catalog, rateLimiter, clock, logger, bodyLimit, requestsByStatus } = options;
+  const { catalog, rateLimiter, clock, logger, requestsByStatus } = options;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     // Split by hand: WHATWG URL parsing costs more than the rest of routing on this hot path.
@@ -76,7 +76,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
       // A request without a body is not refused for its Content-Type header (contract §3).
       if (declaredEmpty) return { bytes: Buffer.alloc(0), kind: 'json' as const };
       const kind = mediaKind(req.headers['content-type'], accepted);
-      const bytes = await readBody(req, bodyLimit);
+      // Read per request: a config reload may change it (the daemon passes a live getter).
+      const bytes = await readBody(req, options.bodyLimit);
       return { bytes, kind };
     };
     const ctx: RequestContext = {

@@ -103,7 +103,6 @@ export class MqttDoor {
   readonly #servers: Server[] = [];
   #broker: Aedes | undefined;
   #sink: MqttCommandSink | undefined;
-  readonly #payloadLimit: number;
   readonly #messagesIn: LabelledCount;
   readonly #messagesOut: LabelledCount;
   readonly #refused: LabelledCount;
@@ -118,9 +117,13 @@ export class MqttDoor {
   readonly #onState = (event: StateEvent) => this.#publishState(event);
   readonly #onRefused = (event: RefusalEvent) => this.#publishRefusal(event);
 
+  /** Read per message from the live config: a config reload may change it. */
+  get #payloadLimit(): number {
+    return this.#deps.config.payloadLimit;
+  }
+
   constructor(deps: MqttDoorDeps) {
     this.#deps = deps;
-    this.#payloadLimit = deps.config.payloadLimit;
     this.#errorReports = new RateLimiter(deps.config.errorsPerSecond, deps.config.errorsBurst);
     const m = deps.metrics;
     m.gauge('outpost_mqtt_connections', 'MQTT connections open now', () => this.#broker?.connectedClients ?? 0);

@@ -1,0 +1,47 @@
+import type { Store } from '../store/store.js';
+
+/** What `outpost status --json` prints (docs/operations.md, "status"). */
+export interface DaemonStatus {
+  version: string;
+  pid: number;
+  uptimeSeconds: number;
+  dataDir: string;
+  ports: Record<string, number>;
+  devices: number;
+  states: { stored: number; acceptedSinceStart: number; refusedSinceStart: number };
+  /** Filled in by the radio sources when configured, else null. */
+  radio: unknown;
+  /** Filled in by upstream sync when configured, else null. */
+  upstream: unknown;
+  /** When the newest state or raw uplink was received (ISO 8601), or null. */
+  lastUplinkAt: string | null;
+}
+
+/**
+ * Sections of the status that other parts of the daemon report on. Radio and sync add theirs with
+ * `daemon.statusSections.set('radio', () => …)`; a section nobody set is null.
+ */
+export class StatusSections {
+  readonly #sections = new Map<string, () => unknown>();
+
+  set(name: 'radio' | 'upstream', read: () => unknown): void {
+    this.#sections.set(name, read);
+  }
+
+  read(name: 'radio' | 'upstream'): unknown {
+    const read = this.#sections.get(name);
+    return read ? read() : null;
+  }
+}
+
+/** Database figures of the status; cheap enough to run on demand (count(*) uses the smallest index). */
+export function storeFigures(store: Store): { devices: number; storedStates: number; lastUplinkAt: number | null } {
+  const one = (sql: string) => store.db.prepare(sql).pluck().get() as number | null;
+  const devices = one('SELECT count(*) FROM devices') ?? 0;
+  const storedStates = one('SELECT count(*) FROM states') ?? 0;
+  // seq grows with every insert, so the row with the largest seq is the newest received.
+  const lastState = one('SELECT received_at FROM states ORDER BY seq DESC LIMIT 1');
+  const lastRaw = one('SELECT at FROM raw_uplinks ORDER BY seq DESC LIMIT 1');
+  const candidates = [lastState, lastRaw].filter((v): v is number => typeof v === 'number');
+  return { devices, storedStates, lastUplinkAt: candidates.length ? Math.max(...candidates) : null };
+}

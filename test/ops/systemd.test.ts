@@ -1,0 +1,194 @@
+// The systemd unit, the install script (against a scratch root: CI has no systemd) and the
+// daemon's readiness/watchdog notifications, observed on a real unix datagram socket.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
+
+const INSTALL = join(ROOT, 'systemd', 'install.sh');
+const have = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
+const mode = (path: string) => statSync(path).mode & 0o777;
+const install = (root: string, ...args: string[]) => spawnSync('bash', [INSTALL, '--root', root, ...args], { encoding: 'utf8', env: { ...process.env, npm_config_loglevel: 'error' } });
+
+test('install.sh lays out a release under a scratch root, never overwrites a config, and uninstalls keeping data', () => {
+  const root = tempDataDir();
+  try {
+    const first = install(root);
+    assert.equal(first.status, 0, first.stderr + first.stdout);
+    const prefix = join(root, 'opt/outpost');
+    assert.ok(existsSync(join(prefix, 'dist/cli/main.js')), 'the compiled program is installed');
+    assert.ok(existsSync(join(prefix, 'node_modules/better-sqlite3')), 'runtime dependencies are installed');
+    assert.ok(!existsSync(join(prefix, 'node_modules/typescript')), 'development dependencies are pruned');
+    assert.ok(!existsSync(join(prefix, 'src')), 'no TypeScript sources: a built release');
+    assert.equal(mode(prefix) & 0o022, 0, '/opt/outpost is not writable by group or others');
+
+    const unit = join(root, 'etc/systemd/system/outpost.service');
+    assert.equal(mode(unit), 0o644);
+    assert.match(readFileSync(unit, 'utf8'), new RegExp(`^ExecStart=${process.execPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} /opt/outpost/dist/cli/main.js run`, 'm'), 'the unit runs the node found at install time');
+
+    const config = join(root, 'etc/outpost/config.json');
+    assert.equal(mode(join(root, 'etc/outpost')), 0o750);
+    assert.equal(mode(config), 0o640, 'the config may hold tokens: not world-readable');
+    assert.equal(readFileSync(config, 'utf8'), readFileSync(join(ROOT, 'config/example.jsonc'), 'utf8'), 'the config starts as the documented example');
+    assert.equal(mode(join(root, 'var/lib/outpost')), 0o700);
+    // The installed program accepts the installed config as it is (comments and all).
+    const check = spawnSync(process.execPath, [join(prefix, 'dist/cli/main.js'), 'doctor', '--json', '--config', config, '--data', join(root, 'var/lib/outpost')], { encoding: 'utf8' });
+    const report = JSON.parse(check.stdout);
+    assert.equal(report.findings.find((f: { check: string }) => f.check === 'config').ok, true, check.stdout);
+
+    // An edited config survives an upgrade; the previous release is kept for a rollback.
+    writeFileSync(config, '{ "version": 1, "http": { "port": 9999 } }\n');
+    writeFileSync(join(root, 'var/lib/outpost/outpost.db'), 'data');
+    const again = install(root);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /kept the existing/);
+    assert.equal(readFileSync(config, 'utf8'), '{ "version": 1, "http": { "port": 9999 } }\n', 'never overwrites a config');
+    assert.ok(existsSync(join(root, 'opt/outpost.previous/dist/cli/main.js')));
+
+    const removed = install(root, '--uninstall');
+    assert.equal(removed.status, 0, removed.stderr);
+    assert.ok(!existsSync(prefix) && !existsSync(unit), 'program and unit are gone');
+    assert.equal(readFileSync(join(root, 'var/lib/outpost/outpost.db'), 'utf8'), 'data', 'data is kept');
+    assert.ok(existsSync(config), 'config is kept');
+
+    const purged = install(root, '--uninstall', '--purge');
+    assert.equal(purged.status, 0, purged.stderr);
+    assert.ok(!existsSync(join(root, 'var/lib/outpost')) && !existsSync(join(root, 'etc/outpost')), '--purge deletes data and config');
+
+    assert.equal(install(root, '--bogus').status, 2, 'unknown options are refused');
+  } finally {
+    removeDir(root);
+  }
+});
+
+test('systemd-analyze verify accepts the unit as installed', (t) => {
+  if (!have('systemd-analyze')) {
+    t.skip('systemd-analyze not installed (apt-get install systemd); .ci/run installs it');
+    return;
+  }
+  const root = tempDataDir();
+  try {
+    assert.equal(install(root).status, 0);
+    const unit = join(root, 'etc/systemd/system/outpost.service');
+    const text = readFileSync(unit, 'utf8');
+    for (const directive of [
+      'Type=notify',
+      'WatchdogSec=',
+      'NotifyAccess=all',
+      'Restart=on-failure',
+      'User=outpost',
+      'StateDirectory=outpost',
+      'ConfigurationDirectory=outpost',
+      'ProtectSystem=strict',
+      'ProtectHome=yes',
+      'PrivateTmp=yes',
+      'NoNewPrivileges=yes',
+      'SupplementaryGroups=dialout',
+      'CapabilityBoundingSet=\n',
+      'ExecReload=',
+    ]) {
+      assert.ok(text.includes(directive), `the unit has ${directive.trim()}`);
+    }
+    // verify exits 0 on unknown keys (it only warns), so its output must be free of remarks on our unit.
+    const r = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
+    const remarks = (r.stdout + r.stderr).split('\n').filter((l) => l.includes('outpost'));
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(remarks, [], 'systemd-analyze verify has no remarks on outpost.service');
+    // And it does catch a mistake: the check is not vacuous.
+    const broken = join(root, 'broken.service');
+    writeFileSync(broken, text.replace('WatchdogSec=', 'WatchdgSec='));
+    const b = spawnSync('systemd-analyze', ['verify', broken], { encoding: 'utf8' });
+    assert.match(b.stdout + b.stderr, /Unknown key/);
+  } finally {
+    removeDir(root);
+  }
+});
+
+/** A notify socket like systemd's: a unix datagram socket that reads each message (perl is in every Debian). */
+async function notifySocket(dir: string) {
+  const path = join(dir, 'notify.sock');
+  const script = [
+    'use IO::Socket::UNIX; use Socket; $| = 1;',
+    'my $s = IO::Socket::UNIX->new(Type => SOCK_DGRAM, Local => $ARGV[0]) or die "socket: $!";',
+    'print "listening\\n";',
+    // recv without a control buffer: the barrier descriptor systemd-notify passes is closed, as systemd does.
+    'while (1) { my $m; defined($s->recv($m, 4096)) or die "recv: $!"; $m =~ s/\\n/ /g; print "$m\\n"; }',
+  ].join('\n');
+  const proc = spawn('perl', ['-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const messages: string[] = [];
+  let buffer = '';
+  await new Promise<void>((resolve, reject) => {
+    proc.once('error', reject);
+    proc.stdout!.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (line === 'listening') resolve();
+        else messages.push(line);
+      }
+    });
+  });
+  return {
+    path,
+    messages,
+    async waitFor(pred: (m: string) => boolean, what: string, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!messages.some(pred)) {
+        if (Date.now() > deadline) throw new Error(`no ${what} on the notify socket; got ${JSON.stringify(messages)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    stop: () => proc.kill(),
+  };
+}
+
+test('the daemon sends READY, WATCHDOG, RELOADING and STOPPING to NOTIFY_SOCKET', async (t) => {
+  if (!have('systemd-notify') || !have('perl')) {
+    t.skip('systemd-notify or perl missing (apt-get install systemd); .ci/run installs it');
+    return;
+  }
+  const dir = tempDataDir();
+  mkdirSync(join(dir, 'data'));
+  const socket = await notifySocket(dir);
+  try {
+    // WATCHDOG_USEC of 0.6 s: a ping every 0.3 s.
+    const daemon = await startDaemon({ dataDir: join(dir, 'data'), env: { NOTIFY_SOCKET: socket.path, WATCHDOG_USEC: '600000' } });
+    await socket.waitFor((m) => m.startsWith('READY=1') && m.includes('STATUS=serving http'), 'READY=1');
+    const readyAt = socket.messages.findIndex((m) => m.startsWith('READY=1'));
+    await socket.waitFor((m) => socket.messages.indexOf(m) > readyAt && m === 'WATCHDOG=1', 'WATCHDOG=1');
+    const pings = () => socket.messages.filter((m) => m === 'WATCHDOG=1').length;
+    const before = pings();
+    await socket.waitFor(() => pings() >= before + 3, 'three more watchdog pings');
+    daemon.proc.kill('SIGHUP');
+    await socket.waitFor((m) => m === 'RELOADING=1', 'RELOADING=1');
+    assert.equal(await daemon.stop(), 0);
+    await socket.waitFor((m) => m === 'STOPPING=1', 'STOPPING=1');
+    assert.ok(!daemon.logs.some((l) => l.includes('systemd notification failed')), 'every notification was delivered');
+  } finally {
+    socket.stop();
+    removeDir(dir);
+  }
+});
+
+test('without a watchdog period the daemon only says READY; a WATCHDOG_PID of another process is ignored', async (t) => {
+  if (!have('systemd-notify') || !have('perl')) {
+    t.skip('systemd-notify or perl missing');
+    return;
+  }
+  const dir = tempDataDir();
+  const socket = await notifySocket(dir);
+  try {
+    const daemon = await startDaemon({ dataDir: join(dir, 'data'), env: { NOTIFY_SOCKET: socket.path, WATCHDOG_USEC: '200000', WATCHDOG_PID: '1' } });
+    await socket.waitFor((m) => m.startsWith('READY=1'), 'READY=1');
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(socket.messages.filter((m) => m === 'WATCHDOG=1').length, 0, 'the watchdog is meant for another process');
+    assert.equal(await daemon.stop(), 0);
+  } finally {
+    socket.stop();
+    removeDir(dir);
+  }
+});
