@@ -146,8 +146,8 @@ export class DeviceCodecs {
   async recompileAll(): Promise<void> {
     for (const [deviceId, { source }] of [...this.#compiled]) {
       try {
-        const { codec } = await this.compile(JSON.parse(source) as StoredCodecSettings);
-        this.activate(deviceId, source, codec);
+        const { codec, version } = await this.compile(JSON.parse(source) as StoredCodecSettings);
+        this.activate(deviceId, source, codec, version);
       } catch (err) {
         this.#logger.warn({ deviceId, err: (err as Error).message }, 'codec does not compile with the new settings; the previous one stays active');
       }
