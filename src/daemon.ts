@@ -146,6 +146,7 @@ export class Daemon {
     this.metrics.gauge('outpost_store_bytes', 'Size of the SQLite database and its WAL on disk', () => this.store.sizeBytes());
     this.metrics.gauge('outpost_store_max_bytes', 'Configured cap of the database file (store.maxBytes; 0 = none)', () => this.config.store.maxBytes);
     this.metrics.gauge('outpost_devices', 'Devices registered', () => this.catalog.store.db.prepare('SELECT count(*) FROM devices').pluck().get() as number);
+    this.metrics.gauge('outpost_codecs_active', 'Devices with a compiled codec (CBOR, ABCL or JavaScript)', () => this.codecs.size);
     this.metrics.gauge('outpost_uptime_seconds', 'Seconds since the daemon started', () => (this.clock.now() - this.#startedAt) / 1000);
     this.#stopProcessMetrics = registerProcessMetrics(this.metrics, this.#version);
   }

@@ -20,11 +20,11 @@ function collect(dir) {
 }
 
 // The end-to-end tests use real foreign peers from Debian; say so plainly rather than fail obscurely.
-const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium'].filter(
+const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium', 'systemd-analyze', 'systemd-notify', 'socat', 'perl'].filter(
   (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0,
 );
 if (missing.length > 0) {
-  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto-clients coreutils chromium`);
+  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto-clients coreutils chromium systemd socat perl`);
   process.exit(1);
 }
 

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
 import { MIGRATIONS } from '../store/migrations.js';
@@ -128,6 +128,8 @@ export async function restoreDatabase(dataDir: string, file: string, now: Date =
   const problem = checkDatabaseFile(file);
   if (problem) throw new BackupError(problem.includes('quick_check') ? 'BACKUP_CORRUPT' : problem.includes('newer') ? 'BACKUP_TOO_NEW' : 'NOT_A_BACKUP', `${file} ${problem}`);
 
+  // Restoring onto a new machine: the data dir may not exist yet (owner-only, like the daemon makes it).
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const database = join(dataDir, DATABASE_FILE);
   const incoming = `${database}.restoring`;
   rmSync(incoming, { force: true });

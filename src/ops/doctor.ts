@@ -219,7 +219,8 @@ function checkDisk(config: OutpostConfig): Finding {
   );
 }
 
-function checkSerial(config: OutpostConfig): Finding[] {
+/** Exported for tests that give it a radio section directly. */
+export function checkSerial(config: OutpostConfig): Finding[] {
   const radio = section(config, 'radio');
   const sources = Array.isArray(radio?.serial) ? (radio.serial as Array<Record<string, unknown>>) : [];
   if (sources.length === 0) return [good('serial', 'no serial radio sources configured')];

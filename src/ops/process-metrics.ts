@@ -23,7 +23,7 @@ export function registerProcessMetrics(metrics: MetricsRegistry, version: string
   });
   metrics.gauge('process_resident_memory_bytes', 'Resident set size', () => process.memoryUsage.rss());
   metrics.gauge('process_heap_used_bytes', 'V8 heap in use', () => process.memoryUsage().heapUsed);
-  metrics.gauge('process_cpu_seconds_total', 'User and system CPU time used by the process', () => {
+  metrics.counterFrom('process_cpu_seconds_total', 'User and system CPU time used by the process', () => {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1e6;
   });

@@ -81,6 +81,11 @@ export class DeviceCodecs {
     this.#logger = logger;
   }
 
+  /** How many devices have a compiled codec now. */
+  get size(): number {
+    return this.#compiled.size;
+  }
+
   /** The compiled codec of a device, if it has settings and they compiled. */
   get(device: DeviceRecord): DeviceCodec | undefined {
     return this.#compiled.get(device.id)?.codec;
