@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from '
 import { join } from 'node:path';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
 import { MIGRATIONS } from '../store/migrations.js';
+import { DataDirLock, DataDirLockedError, prepareDataDir } from '../store/data-dir.js';
 import { daemonHolding } from './daemon-presence.js';
 
 /** A backup or restore that cannot go ahead; `code` is for scripts, the message for people. */
@@ -130,6 +131,22 @@ export async function restoreDatabase(dataDir: string, file: string, now: Date =
 
   // Restoring onto a new machine: the data dir may not exist yet (owner-only, like the daemon makes it).
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Hold the daemon's own lock while files are swapped: a daemon started meanwhile exits (code 3).
+  let lock: DataDirLock;
+  try {
+    lock = DataDirLock.acquire(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new BackupError('DAEMON_RUNNING', `a daemon runs on ${dataDir}${err.holderPid ? ` (pid ${err.holderPid})` : ''}: stop it first (systemctl stop outpost)`);
+    throw err;
+  }
+  try {
+    return await swapInBackup(dataDir, file, now);
+  } finally {
+    lock.release();
+  }
+}
+
+async function swapInBackup(dataDir: string, file: string, now: Date): Promise<RestoreResult> {
   const database = join(dataDir, DATABASE_FILE);
   const incoming = `${database}.restoring`;
   rmSync(incoming, { force: true });
@@ -158,5 +175,6 @@ export async function restoreDatabase(dataDir: string, file: string, now: Date =
     }
   }
   renameSync(incoming, database);
+  prepareDataDir(dataDir);
   return { restoredFrom: file, database, previous };
 }

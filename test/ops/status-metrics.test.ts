@@ -1,7 +1,7 @@
 // `outpost status` from the running daemon (control socket) and the documented /metrics list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { api, cli, provision, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
@@ -68,4 +68,18 @@ test('every series on /metrics is in the documented list of docs/operations.md',
     await daemon.stop();
     removeDir(daemon.dataDir);
   }
+});
+
+test('every series the source code registers is in the documented list (also those of optional parts)', () => {
+  const src = new URL('../../src/', import.meta.url);
+  const files = (readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+  const registered = new Set<string>();
+  for (const file of files) {
+    const text = readFileSync(new URL(file, src), 'utf8');
+    for (const m of text.matchAll(/\.(?:counter|gauge|histogram|counterFrom)\(\s*'((?:outpost|process)_[a-z0-9_]+)'/g)) registered.add(m[1]!);
+  }
+  assert.ok(registered.size > 20, `found the registrations (${registered.size})`);
+  const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Metrics'));
+  for (const name of registered) assert.ok(section.includes(`\`${name}\``), `${name} is listed in docs/operations.md, "Metrics"`);
 });
