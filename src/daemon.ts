@@ -92,12 +92,12 @@ export class Daemon {
     this.catalog = new Catalog(this.store);
     const commitMicros = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(this.store, { onCommit: (_n, micros) => commitMicros.observe(micros / 1e6) });
-    this.pipeline = new StatePipeline(this.catalog, this.writer, clock);
+    this.pipeline = new StatePipeline(this.catalog, this.writer, clock, { jsonDepth: config.limits.jsonDepth });
     this.registry = new Registry(this.catalog, clock, config.limits);
     this.commands = new CommandRouter(this.catalog, this.pipeline, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.codecs = new DeviceCodecs(config, logger);
-    this.decoders = new DeviceStateDecoder(this.codecs);
+    this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
     // Codec settings changed by the CLI from another process are recompiled here, off the hot path.
     this.catalog.on('externalChange', () => {
       this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
@@ -239,6 +239,8 @@ export class Daemon {
         get bodyLimit() {
           return config.http.bodyLimit;
         },
+        // Not reloadable: parsers get it when the doors open.
+        jsonDepth: config.limits.jsonDepth,
         requestsByStatus,
       });
       ports.http = await listen(this.#http, this.config.http.port, this.config.http.host, { host: 'http.host', port: 'http.port' });

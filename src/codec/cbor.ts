@@ -55,7 +55,11 @@ class CborReader {
   pos = 0;
   readonly warnings: string[] = [];
 
-  constructor(private readonly bytes: Uint8Array) {}
+  constructor(
+    private readonly bytes: Uint8Array,
+    /** Keep NaN and ±Infinity as numbers (API bodies, where the caller refuses them by rule) instead of null. */
+    readonly keepNonFinite = false,
+  ) {}
 
   get remaining(): number {
     return this.bytes.length - this.pos;
@@ -207,7 +211,7 @@ function readValue(reader: CborReader, depth: number, what: string, rawBytes = f
 function readSimple(reader: CborReader, head: Head, what: string): JsonValue {
   if (head.info >= 25 && head.info <= 27) {
     const value = reader.readFloat(head.info);
-    if (Number.isFinite(value)) return value;
+    if (Number.isFinite(value) || reader.keepNonFinite) return value;
     reader.warnings.push(`${what}: float ${value} has no JSON form; null used`);
     return null;
   }
@@ -383,9 +387,9 @@ export function decodeCborDeviceState(bytes: Uint8Array): DecodeResult {
 }
 
 /** Decodes any single item per B.1.2 (used for item-level tests and tools). */
-export function decodeCborItem(bytes: Uint8Array): { value?: JsonValue; warnings: string[]; errors: string[] } {
+export function decodeCborItem(bytes: Uint8Array, options: { keepNonFinite?: boolean } = {}): { value?: JsonValue; warnings: string[]; errors: string[] } {
   if (bytes.length === 0) return { warnings: [], errors: ['empty CBOR payload'] };
-  const reader = new CborReader(bytes);
+  const reader = new CborReader(bytes, options.keepNonFinite);
   try {
     const value = readValue(reader, 0, 'item') as JsonValue;
     if (reader.pos !== bytes.length) return { warnings: [], errors: [`${bytes.length - reader.pos} bytes left over after the CBOR item`] };

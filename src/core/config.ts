@@ -27,6 +27,7 @@ export interface OutpostConfig {
     historyDays: number;
     rawUplinksPerDevice: number;
     rawUplinkDays: number;
+    jsonDepth: number;
   };
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
@@ -56,6 +57,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     historyDays: 30,
     rawUplinksPerDevice: 1000,
     rawUplinkDays: 30,
+    jsonDepth: 32,
   },
   store: { synchronous: 'full', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
@@ -94,6 +96,8 @@ const CONFIG_SCHEMA = strict({
     historyDays: positive,
     rawUplinksPerDevice: positive,
     rawUplinkDays: positive,
+    // Above a few hundred levels recursive code (JSON.stringify, validation) could run out of stack.
+    jsonDepth: { type: 'integer', minimum: 2, maximum: 256 },
   }),
   store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative, checkOnStart: { type: 'boolean' } }),
   codec: strict({

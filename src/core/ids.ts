@@ -46,10 +46,16 @@ export function hashToken(secret: string): string {
   return createHash('sha256').update(secret).digest('base64url');
 }
 
-/** Asset names: 1–64 chars, none of `/ + # $`, whitespace or NUL (contract §1). */
+/**
+ * Asset names: 1–64 chars, none of `/ + # $`, whitespace or NUL (contract §1), and valid Unicode:
+ * a lone UTF-16 surrogate (`"\ud800"` in JSON) has no UTF-8 form, so SQLite, MQTT topics and
+ * UTF-8 replies would each turn it into something else.
+ */
 export function assetNameProblem(name: unknown): string | undefined {
   if (typeof name !== 'string') return 'must be a string';
   if (name.length < 1 || name.length > 64) return 'must be 1 to 64 characters long';
+  // With the u flag a surrogate pair is one code point, so this class matches only lone surrogates.
+  if (/[\ud800-\udfff]/u.test(name)) return 'must be valid Unicode (it contains a lone UTF-16 surrogate)';
   if (/[/+#$\s\0]/u.test(name)) return 'must not contain /, +, #, $, whitespace or NUL';
   return undefined;
 }

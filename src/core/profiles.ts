@@ -1,4 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import { RE2JS } from 're2js';
 import { ServiceError } from './errors.js';
 
 /**
@@ -13,6 +15,8 @@ export type Profile = Record<string, unknown> & { type: ProfileType };
 
 export interface ValueCheck {
   ok: boolean;
+  /** Set when the refusal is not the value's fault (the profile cannot be compiled). */
+  code?: 'PROFILE_UNSUPPORTED';
   /** Names the JSON path inside the value and the rule, e.g. `value/lat must be <= 90 (maximum)`. */
   error?: string;
 }
@@ -68,7 +72,11 @@ function toValidatedSchema(profile: unknown, path: string, topLevel: boolean): R
       case 'properties': {
         if (!isPlainObject(v)) throw new ServiceError('INVALID_PROFILE', `${where} must be an object`);
         const properties: Record<string, unknown> = {};
-        for (const [name, sub] of Object.entries(v)) properties[name] = toValidatedSchema(sub, `${where}.${name}`, false);
+        for (const [name, sub] of Object.entries(v)) {
+          // ajv skips a `__proto__` property schema without a word: the member would go unchecked.
+          if (name === '__proto__') throw new ServiceError('PROFILE_UNSUPPORTED', `${where}.__proto__: a member named "__proto__" cannot be validated; use another name`);
+          properties[name] = toValidatedSchema(sub, `${where}.${name}`, false);
+        }
         schema.properties = properties;
         break;
       }
@@ -115,21 +123,83 @@ function describe(error: ErrorObject): string {
 }
 
 /**
+ * JSON Schema `pattern`s come from devices (a device token may create assets on its own device),
+ * so they must not be able to stall the daemon: JavaScript's backtracking engine takes exponential
+ * time on patterns like `^(a|aa)+$`. Patterns run on RE2's linear-time engine instead (re2js, a
+ * pure-JavaScript port: nothing to build on a Raspberry Pi, loaded in a few milliseconds).
+ * RE2 has no lookaround or backreferences; such patterns are refused when the profile is set.
+ */
+function re2Syntax(pattern: string): string {
+  // ECMAScript's `\uXXXX` and `\u{X…}` escapes are RE2's `\x{…}`; an escaped backslash stays as is.
+  return pattern.replace(/\\(\\|u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4}))/g, (whole, _body, braced, four) =>
+    braced !== undefined || four !== undefined ? `\\x{${braced ?? four}}` : whole,
+  );
+}
+
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    const compiled = RE2JS.compile(re2Syntax(pattern));
+    // ajv shares compiled patterns by their toString(), so it must name the pattern.
+    return { test: (text: string) => compiled.matcher(text).find(), toString: () => `re2:${pattern}` };
+  },
+  { code: 're2js' },
+);
+
+/** Why RE2 cannot compile a pattern that JavaScript accepts, or undefined when it can. */
+export function patternProblem(pattern: string): string | undefined {
+  try {
+    linearRegExp(pattern, 'u');
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** A profile that is well-formed but cannot be compiled (e.g. a pattern RE2 does not support). */
+function unsupported(detail: string): ServiceError {
+  return new ServiceError('PROFILE_UNSUPPORTED', `profile cannot be compiled: ${detail}`);
+}
+
+/**
  * Compiles each distinct profile once: assets of the same model share one validator,
  * so a gateway with thousands of identical sensors compiles a handful of functions.
  */
 export class ProfileValidators {
-  readonly #ajv = new Ajv({ allErrors: false, strict: false, allowUnionTypes: false });
-  readonly #byProfile = new Map<string, ValidateFunction>();
+  // ownProperties: members such as `constructor` or `toString` are checked only when the value has them.
+  // strictNumbers: a number must be finite (`strict: false` would turn that off along with the rest).
+  readonly #ajv = new Ajv({ allErrors: false, strict: false, strictNumbers: true, ownProperties: true, allowUnionTypes: false, code: { regExp: linearRegExp } });
+  readonly #byProfile = new Map<string, ValidateFunction | ServiceError>();
 
-  validatorFor(profile: Profile): (value: unknown) => ValueCheck {
+  #compiled(profile: Profile): ValidateFunction | ServiceError {
     const key = JSON.stringify(profile);
-    let validate = this.#byProfile.get(key);
-    if (!validate) {
-      validate = this.#ajv.compile(toValidatedSchema(profile, 'profile', true));
-      this.#byProfile.set(key, validate);
+    let compiled = this.#byProfile.get(key);
+    if (!compiled) {
+      try {
+        compiled = this.#ajv.compile(toValidatedSchema(profile, 'profile', true));
+      } catch (err) {
+        compiled = err instanceof ServiceError ? err : unsupported((err as Error).message);
+      }
+      this.#byProfile.set(key, compiled);
     }
-    const compiled = validate;
+    return compiled;
+  }
+
+  /** Throws PROFILE_UNSUPPORTED naming the problem when the profile cannot be compiled (asset create/change). */
+  assertCompiles(profile: Profile): void {
+    const compiled = this.#compiled(profile);
+    if (compiled instanceof ServiceError) throw compiled;
+  }
+
+  /**
+   * Never throws: an asset stored with a profile that no longer compiles (made by an older version)
+   * gets a check that refuses its states with the reason, and every other asset keeps working.
+   */
+  validatorFor(profile: Profile): (value: unknown) => ValueCheck {
+    const compiled = this.#compiled(profile);
+    if (compiled instanceof ServiceError) {
+      const refusal: ValueCheck = { ok: false, code: 'PROFILE_UNSUPPORTED', error: `the asset's ${compiled.message}; change the profile` };
+      return () => refusal;
+    }
     return (value: unknown) => {
       if (compiled(value)) return { ok: true };
       const first = compiled.errors?.[0];

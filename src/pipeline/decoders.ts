@@ -4,7 +4,7 @@ import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
 import { looksLikeJsonObject, statesFromJsonBytes } from './device-state.js';
 import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from './device-codecs.js';
-import type { StateInput } from './messages.js';
+import { DEFAULT_JSON_DEPTH, type StateInput } from './messages.js';
 
 export type BodyKind = 'json' | 'cbor' | 'binary';
 
@@ -75,9 +75,11 @@ function failureOf(result: DecodeResult, where: string, code: 'INVALID_CBOR' | '
  */
 export class DeviceStateDecoder {
   readonly #codecs: DeviceCodecs;
+  readonly #jsonDepth: number;
 
-  constructor(codecs: DeviceCodecs) {
+  constructor(codecs: DeviceCodecs, limits: { jsonDepth: number } = { jsonDepth: DEFAULT_JSON_DEPTH }) {
     this.#codecs = codecs;
+    this.#jsonDepth = limits.jsonDepth;
   }
 
   /**
@@ -100,7 +102,7 @@ export class DeviceStateDecoder {
 
   /** By the request's declared kind (HTTP). */
   decode(device: DeviceRecord, bytes: Uint8Array, kind: BodyKind, where: string, source: string, receivedAt: number): DecodedMessage {
-    if (kind === 'json') return { states: statesFromJsonBytes(bytes, where) };
+    if (kind === 'json') return { states: statesFromJsonBytes(bytes, where, this.#jsonDepth) };
     const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };
     if (kind === 'cbor') return this.#outcome(raw, BUILTIN_CBOR_VERSION, 'cbor', decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
     return this.decodeUplink(device, raw, where);
@@ -109,7 +111,7 @@ export class DeviceStateDecoder {
   /** By the device's payload format (MQTT). */
   decodeByDeviceFormat(device: DeviceRecord, bytes: Uint8Array, where: string, source: string, receivedAt: number): DecodedMessage {
     const format = device.payloadFormat;
-    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return { states: statesFromJsonBytes(bytes, where) };
+    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return { states: statesFromJsonBytes(bytes, where, this.#jsonDepth) };
     if (format === 'auto' || format === 'cbor') {
       // Not declared by the door: the device's format chose CBOR, so a later codec may re-decode it.
       const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };

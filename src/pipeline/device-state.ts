@@ -1,6 +1,6 @@
 import { decodeCborItem } from '../codec/cbor.js';
 import { ServiceError } from '../core/errors.js';
-import { isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
+import { DEFAULT_JSON_DEPTH, isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
 
 /**
  * The members of a JSON device state message (spec 2.4): asset name → `{value, at?}`.
@@ -13,8 +13,8 @@ export function statesFromJsonObject(message: unknown, where: string): Record<st
   return states;
 }
 
-export function statesFromJsonBytes(bytes: Uint8Array, where: string): Record<string, StateInput> {
-  return statesFromJsonObject(parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), where), where);
+export function statesFromJsonBytes(bytes: Uint8Array, where: string, maxDepth = DEFAULT_JSON_DEPTH): Record<string, StateInput> {
+  return statesFromJsonObject(parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), where, maxDepth), where);
 }
 
 /** A JSON object, by its first non-blank byte: `auto` tries JSON only then (contract §5). */
@@ -28,7 +28,8 @@ export function looksLikeJsonObject(bytes: Uint8Array): boolean {
 
 /** Decodes a CBOR request body into JSON data (asset states, assets, commands sent as CBOR). */
 export function decodeCborBody(bytes: Uint8Array, where: string): unknown {
-  const result = decodeCborItem(bytes);
+  // Non-finite floats stay numbers here, so the profile check refuses them by name instead of storing null.
+  const result = decodeCborItem(bytes, { keepNonFinite: true });
   if (result.errors.length > 0) throw new ServiceError('INVALID_CBOR', `${where}: not valid CBOR (${result.errors.join('; ')})`);
   return result.value;
 }

@@ -6,7 +6,7 @@ import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord, StoredState } from '../store/store.js';
 import type { AlongsideWrite, StateWriter } from './state-writer.js';
 import type { DecodedMessage, KeptUplink } from './decoders.js';
-import { resolveAt, type JsonValue, type StateInput } from './messages.js';
+import { DEFAULT_JSON_DEPTH, resolveAt, valueProblem, type JsonValue, type StateInput } from './messages.js';
 
 /** A stored state, announced after its commit: the MQTT feed, echo and (later) the outbox listen here. */
 export interface StateEvent {
@@ -53,12 +53,21 @@ export type AssetTarget = { deviceId: string; assetName: string } | { assetId: s
 export interface AssetStateRequest {
   principal: Principal;
   target: AssetTarget;
-  /** The door's parser; it gets the asset because the legacy MQTT form converts by profile type. */
-  parse: (asset: CachedAsset) => StateInput;
+  /**
+   * The door's parser; it gets the asset because the legacy MQTT form converts by profile type,
+   * and the input limits so JSON is refused at parse time beyond `limits.jsonDepth`.
+   */
+  parse: (asset: CachedAsset, limits: InputLimits) => StateInput;
   /** Exact payload for the echo topic; defaults to the parsed state as JSON. */
   echo?: Buffer | string;
   source: string;
   topic: string;
+}
+
+/** Limits on what a message may contain, from the `limits` configuration. */
+export interface InputLimits {
+  /** Deepest nesting of arrays and objects in a message (`limits.jsonDepth`). */
+  jsonDepth: number;
 }
 
 export interface DeviceStateRequest {
@@ -93,14 +102,16 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
   readonly #catalog: Catalog;
   readonly #writer: StateWriter;
   readonly #clock: Clock;
+  readonly limits: InputLimits;
   statesAccepted = 0;
   statesRefused = 0;
 
-  constructor(catalog: Catalog, writer: StateWriter, clock: Clock) {
+  constructor(catalog: Catalog, writer: StateWriter, clock: Clock, limits: InputLimits = { jsonDepth: DEFAULT_JSON_DEPTH }) {
     super();
     this.#catalog = catalog;
     this.#writer = writer;
     this.#clock = clock;
+    this.limits = limits;
   }
 
   resolveAsset(target: AssetTarget): CachedAsset {
@@ -148,7 +159,7 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     const device = this.#catalog.device(asset.deviceId)!;
     let event: StateEvent;
     try {
-      const input = req.parse(asset);
+      const input = req.parse(asset, this.limits);
       event = this.#prepare(device, asset, input, receivedAt, req.source, `asset "${asset.name}"`);
       if (req.echo !== undefined) event.echo = req.echo;
     } catch (err) {
@@ -189,13 +200,17 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     const events: StateEvent[] = [];
     const refused: AssetRefusal[] = [];
     for (const [name, input] of Object.entries(inputs)) {
-      const asset = this.#catalog.assetByName(device.id, name);
       try {
+        const asset = this.#catalog.assetByName(device.id, name);
         if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${name}" not found on device ${device.id}`);
         events.push(this.#prepare(device, asset, input, receivedAt, req.source, `asset "${name}"`));
       } catch (err) {
-        if (!isServiceError(err)) throw err;
-        refused.push({ asset: name, code: err.code, error: err.message });
+        // One asset that cannot be handled, for whatever reason, never sinks the others of the message.
+        refused.push(
+          isServiceError(err)
+            ? { asset: name, code: err.code, error: err.message }
+            : { asset: name, code: 'INTERNAL', error: `asset "${name}": could not be processed (${(err as Error)?.message ?? String(err)})` },
+        );
       }
     }
     this.reportAssetRefusals(device.id, req.topic, refused);
@@ -237,8 +252,10 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
   #prepare(device: DeviceRecord, asset: CachedAsset, input: StateInput, receivedAt: number, source: string, where: string): StateEvent {
     if (input.value === undefined) throw new ServiceError('INVALID_MESSAGE', `${where}: member "value" is required`);
     const at = resolveAt(input.at, receivedAt, where);
+    const problem = valueProblem(input.value, this.limits.jsonDepth);
+    if (problem) throw new ServiceError(problem.code, `${where}: ${problem.message}`);
     const check = asset.check(input.value);
-    if (!check.ok) throw new ServiceError('PROFILE_MISMATCH', `${where}: ${check.error}`);
+    if (!check.ok) throw new ServiceError(check.code ?? 'PROFILE_MISMATCH', `${where}: ${check.error}`);
     const valueJson = JSON.stringify(input.value);
     return { device, asset, value: input.value, valueJson, at, inputAt: input.at ?? undefined, source };
   }

@@ -48,7 +48,34 @@ export function resolveAt(at: unknown, receivedAt: number, where: string): numbe
   return epoch;
 }
 
-export function parseJson(text: string, where: string): unknown {
+/** Default of `limits.jsonDepth`: nested arrays and objects a message may have, its envelope included. */
+export const DEFAULT_JSON_DEPTH = 32;
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, counted without parsing, so a message
+ * like `[[[…32 000…]]]` is refused before anything recursive (JSON.stringify, validation) sees it.
+ * Returns as soon as `limit` is passed.
+ */
+export function jsonNestingOver(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+export function parseJson(text: string, where: string, maxDepth = DEFAULT_JSON_DEPTH): unknown {
+  if (jsonNestingOver(text, maxDepth)) {
+    throw new ServiceError('INVALID_JSON', `${where}: JSON nested deeper than ${maxDepth} levels (limits.jsonDepth)`);
+  }
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -56,10 +83,35 @@ export function parseJson(text: string, where: string): unknown {
   }
 }
 
+/**
+ * What makes a decoded value unstorable whatever its profile: nesting beyond the limit (values
+ * from codecs never passed through parseJson) or a number that is not finite (`1e400` parses to
+ * Infinity, which JSON cannot hold: it would be stored as null). Walks without recursion.
+ */
+export function valueProblem(value: unknown, maxDepth: number): ServiceError | undefined {
+  interface Item { value: unknown; depth: number; parent?: Item; key?: string | number }
+  // The path is built only for the error, from parent links: most values are checked with none.
+  const pathOf = (item: Item): string => (item.parent ? `${pathOf(item.parent)}/${item.key}` : 'value');
+  const pending: Item[] = [{ value, depth: 0 }];
+  while (pending.length > 0) {
+    const item = pending.pop()!;
+    const v = item.value;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return new ServiceError('PROFILE_MISMATCH', `${pathOf(item)} must be a finite number, not ${v} (finite)`);
+    } else if (typeof v === 'object' && v !== null) {
+      if (item.depth >= maxDepth) return new ServiceError('INVALID_MESSAGE', `${pathOf(item)} is nested deeper than ${maxDepth} levels (limits.jsonDepth)`);
+      const depth = item.depth + 1;
+      if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) pending.push({ value: v[i], depth, parent: item, key: i });
+      else for (const key of Object.keys(v)) pending.push({ value: (v as Record<string, unknown>)[key], depth, parent: item, key });
+    }
+  }
+  return undefined;
+}
+
 const LEGACY_FORM = /^(\d{1,12}(?:\.\d+)?)\|([\s\S]*)$/;
 
 /** The value of a legacy `<unixSeconds>|<value>` payload, converted by the asset's profile type. */
-function legacyValue(text: string, type: ProfileType | undefined, where: string): JsonValue {
+function legacyValue(text: string, type: ProfileType | undefined, where: string, maxDepth: number): JsonValue {
   switch (type) {
     case 'integer':
     case 'number': {
@@ -75,7 +127,7 @@ function legacyValue(text: string, type: ProfileType | undefined, where: string)
     }
     case 'object':
     case 'array':
-      return parseJson(text, where) as JsonValue;
+      return parseJson(text, where, maxDepth) as JsonValue;
     default:
       return text;
   }
@@ -85,12 +137,12 @@ function legacyValue(text: string, type: ProfileType | undefined, where: string)
  * An MQTT asset state payload (contract §4): JSON `{value, at?}`, a bare JSON value, or the legacy
  * `<unixSeconds>|<value>` form. Text that is neither JSON nor legacy is refused rather than guessed.
  */
-export function parseMqttAssetState(payload: Buffer, type: ProfileType | undefined, where: string): StateInput {
+export function parseMqttAssetState(payload: Buffer, type: ProfileType | undefined, where: string, maxDepth = DEFAULT_JSON_DEPTH): StateInput {
   const text = payload.toString('utf8');
   const legacy = LEGACY_FORM.exec(text);
   if (legacy) {
     const seconds = Number(legacy[1]);
-    return { value: legacyValue(legacy[2]!, type, where), at: new Date(seconds * 1000).toISOString() };
+    return { value: legacyValue(legacy[2]!, type, where, maxDepth), at: new Date(seconds * 1000).toISOString() };
   }
-  return stateFromMessage(parseJson(text, where), true, where);
+  return stateFromMessage(parseJson(text, where, maxDepth), true, where);
 }

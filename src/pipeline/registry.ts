@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ServiceError } from '../core/errors.js';
 import { assetNameProblem, type TokenKind } from '../core/ids.js';
-import { normalizeProfile } from '../core/profiles.js';
+import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../store/store.js';
@@ -125,7 +125,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const is = member(b, 'is');
     if (is !== undefined) next.is = parseKind(is);
     const profile = member(b, 'profile');
-    if (profile !== undefined) next.profile = normalizeProfile(profile);
+    if (profile !== undefined) next.profile = this.#compiledProfile(profile);
     const title = optionalText(b, 'title');
     if (title !== undefined) next.title = title;
     const description = optionalText(b, 'description');
@@ -135,11 +135,18 @@ export class Registry extends EventEmitter<RegistryEvents> {
     return { asset: updated, created: false };
   }
 
+  /** A profile is compiled before it is stored: one that cannot be is refused (422) rather than failing every state later. */
+  #compiledProfile(raw: unknown): Profile {
+    const profile = normalizeProfile(raw);
+    this.#catalog.validators.assertCompiles(profile);
+    return profile;
+  }
+
   #insertAsset(deviceId: string, name: string, b: Record<string, unknown>, is: unknown): AssetRecord {
     const kind = parseKind(is);
     const rawProfile = member(b, 'profile');
     if (rawProfile === undefined) throw new ServiceError('INVALID_PROFILE', '"profile" is required');
-    const profile = normalizeProfile(rawProfile);
+    const profile = this.#compiledProfile(rawProfile);
     if (this.#store.countAssets(deviceId) >= this.#limits.assetsPerDevice) {
       throw new ServiceError('TOO_MANY_ASSETS', `device ${deviceId} already has the maximum of ${this.#limits.assetsPerDevice} assets`);
     }

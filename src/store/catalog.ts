@@ -27,7 +27,8 @@ export interface CachedAsset extends AssetRecord {
  */
 export class Catalog extends EventEmitter<{ externalChange: [] }> {
   readonly store: Store;
-  readonly #validators = new ProfileValidators();
+  /** Compiled profile validators, shared with the registry so a profile is compiled before it is stored. */
+  readonly validators = new ProfileValidators();
   readonly #devices = new Map<string, DeviceRecord | null>();
   readonly #assetsById = new Map<string, CachedAsset | null>();
   readonly #assetsByName = new Map<string, CachedAsset | null>();
@@ -87,7 +88,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   }
 
   #withValidator(asset: AssetRecord | undefined): CachedAsset | null {
-    return asset ? { ...asset, check: this.#validators.validatorFor(asset.profile) } : null;
+    return asset ? { ...asset, check: this.validators.validatorFor(asset.profile) } : null;
   }
 
   assetByName(deviceId: string, name: string): CachedAsset | undefined {

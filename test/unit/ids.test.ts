@@ -47,3 +47,9 @@ test('asset names follow contract §1', () => {
     assert.notEqual(assetNameProblem(bad), undefined, `${JSON.stringify(bad)} must be refused`);
   }
 });
+
+test('asset names must be valid Unicode: lone surrogates are refused, pairs are characters', () => {
+  for (const name of ['\ud800', 'a\udc00', 'x\ud83d', '\ude00y']) assert.match(assetNameProblem(name)!, /valid Unicode/, JSON.stringify(name));
+  assert.equal(assetNameProblem('smile😀'), undefined);
+  assert.equal(assetNameProblem('température'), undefined);
+});

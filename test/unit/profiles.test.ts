@@ -74,3 +74,40 @@ test('identical profiles share one compiled validator', () => {
   assert.equal(a(-1).ok, false);
   assert.equal(b(5).ok, true);
 });
+
+test('patterns run on a linear-time engine: catastrophic patterns answer at once', () => {
+  const attack = 'a'.repeat(5000) + '!';
+  for (const pattern of ['^(a+)+$', '^(a|aa)+$', '^(a|a?)+$', '^(.*a){20}$', '(x+x+)+y']) {
+    const r = check({ type: 'string', pattern }, attack);
+    assert.equal(r.ok, false, pattern);
+    assert.match(r.error!, /\(pattern\)/);
+  }
+});
+
+test('two patterns in one profile keep their own meaning (compiled patterns are shared by name)', () => {
+  const profile = { type: 'object', properties: { a: { type: 'string', pattern: '^a+$' }, b: { type: 'string', pattern: '^b+$' } } };
+  assert.equal(check(profile, { a: 'aa', b: 'bb' }).ok, true);
+  assert.match(check(profile, { a: 'aa', b: 'aa' }).error!, /value\/b must match pattern/);
+});
+
+test('ECMAScript escapes (\\uXXXX, \\u{…}) keep working on RE2; lookaround and backreferences cannot be compiled', () => {
+  assert.equal(check({ type: 'string', pattern: '^\\u0041\\u{1F600}[\\u0030-\\u0039]$' }, 'A😀5').ok, true);
+  assert.equal(check({ type: 'string', pattern: '^\\\\u0041$' }, '\\u0041').ok, true, 'an escaped backslash stays a backslash');
+  for (const pattern of ['(?=a)', '(a)\\1', '(?<!a)b']) {
+    assert.throws(() => validators.assertCompiles(normalizeProfile({ type: 'string', pattern })), (err: ServiceError) => err.code === 'PROFILE_UNSUPPORTED');
+    const stored = validators.validatorFor(normalizeProfile({ type: 'string', pattern }))('a');
+    assert.equal(stored.ok, false);
+    assert.equal(stored.code, 'PROFILE_UNSUPPORTED');
+  }
+});
+
+test('a property named __proto__ is refused (the validator would skip it); inherited members are not checked', () => {
+  const profile = JSON.parse('{"type":"object","properties":{"__proto__":{"type":"number"}}}');
+  assert.throws(() => normalizeProfile(profile), (err: ServiceError) => err.code === 'PROFILE_UNSUPPORTED' && /__proto__/.test(err.message));
+  assert.equal(check({ type: 'object', properties: { toString: { type: 'number' } } }, {}).ok, true);
+  assert.match(check({ type: 'object', required: ['constructor'] }, {}).error!, /"constructor" \(required\)/);
+});
+
+test('numbers must be finite', () => {
+  for (const v of [Infinity, -Infinity, NaN]) assert.equal(check({ type: 'number' }, v).ok, false);
+});

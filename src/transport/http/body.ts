@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../../core/errors.js';
-import { parseJson } from '../../pipeline/messages.js';
+import { DEFAULT_JSON_DEPTH, parseJson } from '../../pipeline/messages.js';
 import { decodeCborBody } from '../../pipeline/device-state.js';
 
 export type MediaKind = 'json' | 'cbor' | 'binary';
@@ -51,8 +51,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 /** A JSON or CBOR body as data; `undefined` when the request has no body. */
-export function decodeBody(bytes: Buffer, kind: MediaKind): unknown {
+export function decodeBody(bytes: Buffer, kind: MediaKind, jsonDepth = DEFAULT_JSON_DEPTH): unknown {
   if (bytes.length === 0) return undefined;
   if (kind === 'cbor') return decodeCborBody(bytes, 'body');
-  return parseJson(bytes.toString('utf8'), 'body');
+  return parseJson(bytes.toString('utf8'), 'body', jsonDepth);
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../../core/access.js';
+import { ServiceError } from '../../core/errors.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -45,23 +46,23 @@ export class Router {
     this.#routes = routes.map((r) => ({ ...r, segments: r.pattern.split('/').filter(Boolean) }));
   }
 
+  /** Throws 400 INVALID_NAME when a captured segment is not percent-encoded UTF-8 (e.g. `%ED%A0%80`, a surrogate). */
   match(path: string): { route: Route; params: Record<string, string> } | undefined {
     const parts = path.split('/').filter(Boolean);
     for (const route of this.#routes) {
       if (route.segments.length !== parts.length) continue;
+      if (!route.segments.every((seg, i) => seg.startsWith(':') || seg === parts[i])) continue;
       const params: Record<string, string> = {};
-      let ok = true;
-      for (let i = 0; i < parts.length && ok; i++) {
+      for (let i = 0; i < parts.length; i++) {
         const seg = route.segments[i]!;
-        if (seg.startsWith(':')) {
-          try {
-            params[seg.slice(1)] = decodeURIComponent(parts[i]!);
-          } catch {
-            ok = false;
-          }
-        } else ok = seg === parts[i];
+        if (!seg.startsWith(':')) continue;
+        try {
+          params[seg.slice(1)] = decodeURIComponent(parts[i]!);
+        } catch {
+          throw new ServiceError('INVALID_NAME', `path segment ${i + 1} (${seg.slice(1)}) is not valid percent-encoded UTF-8`);
+        }
       }
-      if (ok) return { route, params };
+      return { route, params };
     }
     return undefined;
   }

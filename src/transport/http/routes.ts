@@ -99,7 +99,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
       principal,
       target: deviceTarget(ctx),
       // Parsed inside the pipeline so a malformed body is also reported on the device's errors topic.
-      parse: () => stateFromMessage(decodeBody(bytes, kind as 'json' | 'cbor'), false, 'body'),
+      parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, kind as 'json' | 'cbor', limits.jsonDepth), false, 'body'),
       source: 'http',
       topic: `PUT ${path.split('?')[0]}`,
     });

@@ -16,6 +16,8 @@ export interface HttpServerOptions {
   clock: Clock;
   logger: Logger;
   bodyLimit: number;
+  /** Deepest nesting of a JSON body (`limits.jsonDepth`). */
+  jsonDepth: number;
   requestsByStatus: Counter;
 }
 
@@ -50,7 +52,7 @@ export function errorReply(err: ServiceError): Reply {
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const router = new Router(options.routes);
-  const { catalog, rateLimiter, clock, logger, requestsByStatus } = options;
+  const { catalog, rateLimiter, clock, logger, jsonDepth, requestsByStatus } = options;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     // Split by hand: WHATWG URL parsing costs more than the rest of routing on this hot path.
@@ -99,7 +101,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       },
       async body(accepted = ['json', 'cbor']) {
         const { bytes, kind } = await readRaw(accepted);
-        return decodeBody(bytes, kind as 'json' | 'cbor');
+        return decodeBody(bytes, kind as 'json' | 'cbor', jsonDepth);
       },
       rawBody: readRaw,
     };

@@ -433,7 +433,7 @@ export class MqttDoor {
       .publishAssetState({
         principal,
         target: topic.kind === 'asset-state' ? { deviceId: own, assetName: topic.assetName } : { assetId: topic.assetId },
-        parse: (asset) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`),
+        parse: (asset, limits) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`, limits.jsonDepth),
         echo: payload,
         source: 'mqtt',
         topic: packet.topic,
