@@ -27,6 +27,7 @@ import { LiveEvents } from './console/live-events.js';
 import { consoleRoutes } from './console/routes.js';
 import { bindError, loadTlsFiles, type ListenerKeys } from './transport/bind-errors.js';
 import { programVersion } from './version.js';
+import { UpstreamSync } from './sync/upstream-sync.js';
 
 export interface DaemonPorts {
   http?: number;
@@ -63,6 +64,8 @@ export class Daemon {
   #http: Server | undefined;
   #live: LiveEvents | undefined;
   #mqtt: MqttDoor | undefined;
+  /** Upstream sync, when `upstream.url` is set (docs/sync.md). */
+  readonly upstream: UpstreamSync | undefined;
   #timers: NodeJS.Timeout[] = [];
   #control: ControlServer | undefined;
   #ports: DaemonPorts = {};
@@ -102,6 +105,20 @@ export class Daemon {
     this.catalog.on('externalChange', () => {
       this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
     });
+    if (config.upstream.url) {
+      this.upstream = new UpstreamSync({
+        config: config.upstream,
+        store: this.store,
+        catalog: this.catalog,
+        writer: this.writer,
+        registry: this.registry,
+        commands: this.commands,
+        metrics: this.metrics,
+        clock,
+        logger,
+        version: this.#version,
+      });
+    }
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
     this.reloader = new ConfigReloader(config);
@@ -165,6 +182,8 @@ export class Daemon {
       role: this.config.role,
       uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
       schemaVersion: this.store.db.pragma('user_version', { simple: true }),
+      // A link that is down degrades nothing here: states are kept in the outbox (docs/sync.md).
+      ...(this.upstream ? { upstream: upstreamHealthView(this.upstream.health()) } : {}),
     };
   }
 
@@ -268,6 +287,8 @@ export class Daemon {
         throw bindError(err, { host: 'mqtt.host', port: tlsFailed ? 'mqtt.tls.port' : 'mqtt.port' }, host, tlsFailed ? tls.port : port) ?? err;
       }
     }
+    // After the doors: the command sinks (MQTT, radio) are in place before upstream commands arrive.
+    this.upstream?.start();
     this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
     // Notices CLI changes (revoked tokens) even when no request arrives to trigger the check.
@@ -294,10 +315,17 @@ export class Daemon {
     // MQTT after HTTP, before the last commit: states in flight still reach the database.
     if (this.#mqtt) await this.#mqtt.stop();
     this.writer.flush();
+    // The upstream link last: what the doors committed is in the outbox, PUBACKs in flight still count.
+    if (this.upstream) await this.upstream.stop();
     this.codecs.dispose();
     this.store.close();
     this.#lock.release();
   }
+}
+
+function upstreamHealthView(h: ReturnType<UpstreamSync['health']>): Record<string, unknown> {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return { ...h, oldestAt: iso(h.oldestAt), lastAckAt: iso(h.lastAckAt) };
 }
 
 function listen(server: Server | import('node:net').Server, port: number, host: string, keys: ListenerKeys): Promise<number> {

@@ -20,11 +20,12 @@ function collect(dir) {
 }
 
 // The end-to-end tests use real foreign peers from Debian; say so plainly rather than fail obscurely.
-const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium', 'systemd-analyze', 'systemd-notify', 'socat', 'perl'].filter(
-  (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0,
+// Debian puts the mosquitto broker in /usr/sbin, often not on a user's PATH.
+const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium', 'systemd-analyze', 'systemd-notify', 'socat', 'perl', 'mosquitto'].filter(
+  (tool) => spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`], { stdio: 'ignore' }).status !== 0,
 );
 if (missing.length > 0) {
-  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto-clients coreutils chromium systemd socat perl`);
+  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto mosquitto-clients coreutils chromium systemd socat perl`);
   process.exit(1);
 }
 

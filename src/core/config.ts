@@ -31,6 +31,33 @@ export interface OutpostConfig {
   };
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
+  upstream: UpstreamConfig;
+}
+
+/** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
+export interface UpstreamConfig {
+  url: string | null;
+  /** With `token` (`gateway:…`): an Outpost central, one connection for every device. */
+  gatewayId: string | null;
+  token: string | null;
+  /** PEM files for `mqtts://`: the CA that signed the upstream's certificate, and an optional client certificate. */
+  ca: string | null;
+  cert: string | null;
+  key: string | null;
+  /** QoS 1 messages in flight per connection. */
+  window: number;
+  maxBytes: number;
+  maxAgeDays: number;
+  whenFull: 'drop-oldest' | 'reject-new';
+  /** A third-party upstream: local Device ID → the upstream's device ID and token (one connection each). */
+  devices: Record<string, { id: string; token: string }> | null;
+  /** Reconnect backoff: doubles from `reconnectMinMs` up to `reconnectMaxMs`, back to the minimum once connected. */
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  /** The drain watchdog: a link with messages in flight and no PUBACK for this long is dropped and reconnected. */
+  stallSeconds: number;
+  /** How often the gateway refreshes its retained status at the central. */
+  statusIntervalSeconds: number;
 }
 
 /** Embedded defaults: `npm start` with no file runs on these (documented key by key in docs/configuration.md). */
@@ -61,6 +88,23 @@ export const DEFAULT_CONFIG: OutpostConfig = {
   },
   store: { synchronous: 'full', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
+  upstream: {
+    url: null,
+    gatewayId: null,
+    token: null,
+    ca: null,
+    cert: null,
+    key: null,
+    window: 64,
+    maxBytes: 256 * 1024 * 1024,
+    maxAgeDays: 30,
+    whenFull: 'drop-oldest',
+    devices: null,
+    reconnectMinMs: 1000,
+    reconnectMaxMs: 60_000,
+    stallSeconds: 60,
+    statusIntervalSeconds: 60,
+  },
 };
 
 const port = { type: 'integer', minimum: 0, maximum: 65535 };
@@ -103,7 +147,42 @@ const CONFIG_SCHEMA = strict({
   codec: strict({
     js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
   }),
+  upstream: strict({
+    url: { type: ['string', 'null'], pattern: '^(mqtt|mqtts|tcp|ssl|tls)://' },
+    gatewayId: { type: ['string', 'null'], pattern: '^[A-Za-z0-9]{24}$' },
+    token: { type: ['string', 'null'], minLength: 1 },
+    ca: { type: ['string', 'null'] },
+    cert: { type: ['string', 'null'] },
+    key: { type: ['string', 'null'] },
+    window: { type: 'integer', minimum: 1, maximum: 65535 },
+    maxBytes: positive,
+    maxAgeDays: { type: 'number', exclusiveMinimum: 0 },
+    whenFull: { enum: ['drop-oldest', 'reject-new'] },
+    devices: {
+      type: ['object', 'null'],
+      additionalProperties: { ...strict({ id: { type: 'string', minLength: 1 }, token: { type: 'string', minLength: 1 } }), required: ['id', 'token'] },
+    },
+    reconnectMinMs: positive,
+    reconnectMaxMs: positive,
+    stallSeconds: positive,
+    statusIntervalSeconds: positive,
+  }),
 });
+
+/** Rules across keys of `upstream` that the schema cannot say. */
+function checkUpstream(u: UpstreamConfig): void {
+  if (!u.url) return;
+  const devices = u.devices && Object.keys(u.devices).length > 0;
+  if (u.token !== null || u.gatewayId !== null) {
+    if (!u.token || !u.gatewayId) throw new ConfigError('config key upstream: "gatewayId" and "token" go together (both printed by `outpost gateway create` at the central)');
+    if (!u.token.startsWith('gateway:')) throw new ConfigError('config key upstream.token: must be a gateway token ("gateway:…"); for a third-party upstream use upstream.devices');
+    if (devices) throw new ConfigError('config key upstream.devices: not with a gateway token (an Outpost central knows the devices by the gateway catalog)');
+  } else if (!devices) {
+    throw new ConfigError('config key upstream: with "url" set, give "gatewayId" and "token" (an Outpost central) or "devices" (a third-party upstream)');
+  }
+  if ((u.cert === null) !== (u.key === null)) throw new ConfigError('config key upstream.cert: a client certificate needs both "cert" and "key"');
+  if (u.reconnectMaxMs < u.reconnectMinMs) throw new ConfigError('config key upstream.reconnectMaxMs: must not be below upstream.reconnectMinMs');
+}
 
 /** An invalid configuration; the daemon exits 2 with this message, which names the key and the rule. */
 export class ConfigError extends Error {
@@ -139,6 +218,9 @@ const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
   ['OUTPOST_LOG_LEVEL', ['log', 'level'], 'string'],
   ['OUTPOST_ROLE', ['role'], 'string'],
   ['OUTPOST_RATE_LIMIT', ['limits', 'rate'], 'integer'],
+  ['OUTPOST_UPSTREAM_URL', ['upstream', 'url'], 'string'],
+  ['OUTPOST_UPSTREAM_GATEWAY_ID', ['upstream', 'gatewayId'], 'string'],
+  ['OUTPOST_UPSTREAM_TOKEN', ['upstream', 'token'], 'string'],
 ];
 
 function envValue(name: string, raw: string, kind: 'string' | 'integer'): unknown {
@@ -214,7 +296,10 @@ export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
 export function validateConfig(candidate: unknown): asserts candidate is OutpostConfig {
   const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
   const validate = ajv.compile(CONFIG_SCHEMA);
-  if (validate(candidate)) return;
+  if (validate(candidate)) {
+    checkUpstream((candidate as OutpostConfig).upstream);
+    return;
+  }
   const e = validate.errors![0]!;
   const key = e.instancePath.slice(1).replaceAll('/', '.') || '(top level)';
   const p = e.params as Record<string, unknown>;

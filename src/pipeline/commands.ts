@@ -108,8 +108,11 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
     if (!check.ok) throw new ServiceError('PROFILE_MISMATCH', `asset "${asset.name}": ${check.error}`);
   }
 
-  /** Body `{value, meta?}` (keys in any case). */
-  sendAssetCommand(principal: Principal, target: AssetTarget, body: unknown, source: string): CommandDelivery {
+  /**
+   * Body `{value, meta?}` (keys in any case). `at` is the command's time when it was given
+   * elsewhere (a command from the upstream keeps the central's), else now.
+   */
+  sendAssetCommand(principal: Principal, target: AssetTarget, body: unknown, source: string, at?: number): CommandDelivery {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
     const asset = this.#pipeline.resolveAsset(target);
     if (!isPlainObject(body)) throw new ServiceError('INVALID_MESSAGE', 'command must be a JSON object {"value", "meta"?}');
@@ -117,7 +120,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
     this.#checkActuator(asset, value);
     const meta = parseMeta(member(body, 'meta'));
     const device = this.#catalog.device(asset.deviceId)!;
-    const at = this.#clock.now();
+    at ??= this.#clock.now();
     this.#catalog.store.recordCommand({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
     const command: AssetCommand = { device, asset, value, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));

@@ -33,7 +33,8 @@ export function parseScopes(raw: unknown): Scope[] {
   return [...new Set(list as Scope[])];
 }
 
-type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord] };
+/** `deviceChanged`: the device or one of its assets was created, changed or deleted (the upstream catalog listens). */
+type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord]; deviceChanged: [deviceId: string] };
 
 /**
  * Devices, assets and tokens: the rules for creating and changing them, shared by the HTTP API
@@ -68,6 +69,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
     const created = this.#store.createDevice({ name, title: optionalText(b, 'title'), description: optionalText(b, 'description') }, this.#clock.now());
     this.#catalog.invalidate();
+    this.emit('deviceChanged', created.device.id);
     return created;
   }
 
@@ -86,6 +88,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (description !== undefined) fields.description = description;
     this.#store.updateDevice(id, fields, this.#clock.now());
     this.#catalog.invalidate();
+    this.emit('deviceChanged', id);
     return this.requireDevice(id);
   }
 
@@ -96,6 +99,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     this.#catalog.invalidate();
     for (const tokenId of tokenIds) this.emit('tokenRevoked', tokenId);
     this.emit('deviceDeleted', id);
+    this.emit('deviceChanged', id);
   }
 
   /** POST .../assets: a new asset; an existing name is 400 ASSET_EXISTS (the cloud SDKs rely on it). */
@@ -132,6 +136,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (description !== undefined) next.description = description;
     const updated = this.#store.updateAsset(next, this.#clock.now());
     this.#catalog.invalidate();
+    this.emit('deviceChanged', deviceId);
     return { asset: updated, created: false };
   }
 
@@ -155,6 +160,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
       this.#clock.now(),
     );
     this.#catalog.invalidate();
+    this.emit('deviceChanged', deviceId);
     return asset;
   }
 
@@ -165,6 +171,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     this.#store.deleteAsset(asset.id);
     this.#catalog.invalidate();
     this.emit('assetDeleted', asset);
+    this.emit('deviceChanged', deviceId);
   }
 
   createAppToken(body: unknown): { token: TokenRecord; secret: string } {

@@ -7,6 +7,18 @@ import type { Store, StoredState } from '../store/store.js';
  */
 export type AlongsideWrite = () => void;
 
+/**
+ * Work that goes with every batch rather than with one write (the upstream outbox: a row per state).
+ * `withinTransaction` runs in the batch's transaction after its states are inserted and may throw a
+ * ServiceError to refuse the whole batch (a full outbox under `reject-new`); `afterCommit` and
+ * `afterFailure` let it keep in-memory totals true to what committed.
+ */
+export interface BatchHook {
+  withinTransaction(states: readonly StoredState[]): void;
+  afterCommit?(): void;
+  afterFailure?(err: unknown): void;
+}
+
 interface PendingBatch {
   states: StoredState[];
   alongside: AlongsideWrite[];
@@ -24,11 +36,16 @@ export class StateWriter {
   readonly #maxBatch: number;
   #pending: PendingBatch | null = null;
   #onCommit: ((count: number, micros: number) => void) | undefined;
+  readonly #hooks: BatchHook[] = [];
 
   constructor(store: Store, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
     this.#maxBatch = options.maxBatch ?? 5000;
     this.#onCommit = options.onCommit;
+  }
+
+  addBatchHook(hook: BatchHook): void {
+    this.#hooks.push(hook);
   }
 
   /** Settles after the commit that holds `states` and `alongside`; a write may carry no states. */
@@ -52,20 +69,24 @@ export class StateWriter {
     if (!batch) return;
     this.#pending = null;
     const started = process.hrtime.bigint();
+    const hooks = this.#hooks;
     try {
-      if (batch.alongside.length === 0) this.#store.writeStates(batch.states);
+      if (batch.alongside.length === 0 && hooks.length === 0) this.#store.writeStates(batch.states);
       else {
         this.#store.transaction(() => {
           for (const work of batch.alongside) work();
           this.#store.writeStates(batch.states);
+          for (const hook of hooks) hook.withinTransaction(batch.states);
         });
       }
     } catch (err) {
+      for (const hook of hooks) hook.afterFailure?.(err);
       const refusal = this.#store.health.observe(err) ?? err;
       for (const w of batch.waiters) w.reject(refusal);
       return;
     }
     this.#store.health.writeSucceeded();
+    for (const hook of hooks) hook.afterCommit?.();
     this.#onCommit?.(batch.states.length, Number(process.hrtime.bigint() - started) / 1000);
     for (const w of batch.waiters) w.resolve();
   }

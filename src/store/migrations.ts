@@ -114,6 +114,53 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         finished_at INTEGER
       );
     `),
+  // 4: upstream sync. The gateway side's outbox (rows leave only after the upstream's PUBACK) and its
+  // persisted counters; the central side's gateways, the gateway a device belongs to, and commands
+  // waiting for an offline gateway. See docs/sync.md.
+  (db) =>
+    db.exec(`
+      -- AUTOINCREMENT: a drained (empty) outbox must not hand out a seq again; the forwarder reads after the last one it took.
+      CREATE TABLE outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        device_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        payload BLOB NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX outbox_device ON outbox(device_id, seq);
+      CREATE INDEX outbox_created ON outbox(created_at);
+      CREATE TABLE outbox_counters (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        sent INTEGER NOT NULL DEFAULT 0,
+        dropped INTEGER NOT NULL DEFAULT 0,
+        rejected INTEGER NOT NULL DEFAULT 0,
+        last_ack_at INTEGER,
+        link TEXT NOT NULL DEFAULT 'off',
+        updated_at INTEGER
+      );
+      INSERT INTO outbox_counters (id) VALUES (1);
+      CREATE TABLE gateways (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_on INTEGER NOT NULL,
+        last_seen INTEGER
+      );
+      ALTER TABLE devices ADD COLUMN gateway_id TEXT REFERENCES gateways(id) ON DELETE SET NULL;
+      ALTER TABLE devices ADD COLUMN removed_at_gateway INTEGER;
+      CREATE INDEX devices_gateway ON devices(gateway_id);
+      ALTER TABLE tokens ADD COLUMN gateway_id TEXT REFERENCES gateways(id) ON DELETE CASCADE;
+      CREATE TABLE gateway_commands (
+        seq INTEGER PRIMARY KEY,
+        gateway_id TEXT NOT NULL REFERENCES gateways(id) ON DELETE CASCADE,
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        topic TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX gateway_commands_gateway ON gateway_commands(gateway_id, seq);
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -56,6 +56,12 @@ export interface StoredState {
   uplinkSeq?: number;
   /** Provenance: the codec version that decoded it (see DeviceCodecs.version). */
   codec?: string;
+  /**
+   * Skip the state if this asset already holds one with the same `at` and value (states a gateway
+   * re-sends after a lost PUBACK); `writeStates` then sets `duplicate`.
+   */
+  dedupe?: boolean;
+  duplicate?: boolean;
 }
 
 /** A raw uplink as it is kept: the bytes before any codec, and what decoding them gave. */
@@ -414,10 +420,15 @@ export class Store {
        ON CONFLICT(asset_id) DO UPDATE SET seq = excluded.seq, at = excluded.at, value = excluded.value
        WHERE excluded.at >= latest_states.at`,
     );
+    const held = this.#stmt('SELECT 1 FROM states WHERE asset_id = ? AND at = ? AND value = ? LIMIT 1').pluck();
     this.db.transaction(() => {
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
       const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
       for (const s of states) {
+        if (s.dedupe && held.get(s.assetId, s.at, s.valueJson) !== undefined) {
+          s.duplicate = true;
+          continue;
+        }
         const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid;
         const best = newest.get(s.assetId);
         if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });

@@ -46,3 +46,19 @@ test('invalid values name the key and the rule', () => {
   refused(() => loadConfig({ env: { OUTPOST_RATE_LIMIT: '-1' } }), /limits\.rate.*minimum/);
   refused(() => loadConfig({ env: { OUTPOST_ROLE: 'cloud' } }), /role/);
 });
+
+test('upstream: environment overrides, and the rules across its keys', () => {
+  const id = 'A'.repeat(24);
+  const c = loadConfig({ env: { OUTPOST_UPSTREAM_URL: 'mqtt://central:1883', OUTPOST_UPSTREAM_GATEWAY_ID: id, OUTPOST_UPSTREAM_TOKEN: `gateway:${'x'.repeat(40)}` } });
+  assert.equal(c.upstream.url, 'mqtt://central:1883');
+  assert.equal(c.upstream.gatewayId, id);
+  assert.equal(c.upstream.window, 64);
+  assert.equal(c.upstream.whenFull, 'drop-oldest');
+  refused(() => loadConfig({ env: { OUTPOST_UPSTREAM_URL: 'mqtt://central:1883' } }), /upstream.*"gatewayId" and "token".*"devices"/);
+  refused(() => loadConfig({ env: { OUTPOST_UPSTREAM_URL: 'mqtt://c', OUTPOST_UPSTREAM_GATEWAY_ID: id, OUTPOST_UPSTREAM_TOKEN: `device:${'x'.repeat(40)}` } }), /upstream\.token.*gateway token/);
+  refused(() => loadConfig({ env: { OUTPOST_UPSTREAM_URL: 'http://c' } }), /upstream\.url.*pattern/);
+  refused(() => loadConfig({ file: file({ upstream: { whenFull: 'block' } }), env: {} }), /upstream\.whenFull.*"drop-oldest", "reject-new"/);
+  refused(() => loadConfig({ file: file({ upstream: { url: 'mqtt://c', devices: { d1: { id: 'x' } } } }), env: {} }), /upstream\.devices\.d1.*token/);
+  const third = loadConfig({ file: file({ upstream: { url: 'mqtts://c:8883', devices: { d1: { id: 'r1', token: 't' } } } }), env: {} });
+  assert.deepEqual(third.upstream.devices, { d1: { id: 'r1', token: 't' } });
+});

@@ -451,6 +451,7 @@ export class MqttDoor {
       case 'FORBIDDEN':
         return this.#notAllowed(client, principal, packet, err.message, done);
       case 'STORAGE_UNAVAILABLE':
+      case 'OUTBOX_FULL':
         // Not stored, so not acknowledged: the client resends after reconnecting.
         this.#refuse(own, packet.topic, err);
         this.#deps.logger.error({ clientId: client.id, topic: packet.topic, err: err.message }, 'mqtt state not stored: closing the connection');

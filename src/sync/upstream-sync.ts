@@ -1,0 +1,243 @@
+import { readFileSync } from 'node:fs';
+import type { UpstreamConfig } from '../core/config.js';
+import type { Principal } from '../core/access.js';
+import { isServiceError } from '../core/errors.js';
+import { parseTimestamp, type Clock } from '../core/time.js';
+import type { Store } from '../store/store.js';
+import type { Catalog } from '../store/catalog.js';
+import type { StateWriter } from '../pipeline/state-writer.js';
+import type { Registry } from '../pipeline/registry.js';
+import type { CommandRouter } from '../pipeline/commands.js';
+import { isPlainObject, member } from '../pipeline/messages.js';
+import type { MetricsRegistry } from '../ops/metrics.js';
+import type { Logger } from '../ops/logger.js';
+import { Outbox, type OutboxStatus } from './outbox.js';
+import { UpstreamLink } from './upstream-link.js';
+import { gatewayErrorsTopic, gatewayStatusTopic } from './catalog-message.js';
+
+/** Commands from the upstream enter the local router with the rights the upstream granted them. */
+const UPSTREAM: Principal = { tokenId: 'upstream', kind: 'app', deviceId: null, scopes: ['command'] };
+
+export interface UpstreamHealth extends OutboxStatus {
+  link: 'up' | 'down' | 'off';
+}
+
+export interface UpstreamSyncDeps {
+  config: UpstreamConfig;
+  store: Store;
+  catalog: Catalog;
+  writer: StateWriter;
+  registry: Registry;
+  commands: CommandRouter;
+  metrics: MetricsRegistry;
+  clock: Clock;
+  logger: Logger;
+  version: string;
+}
+
+function readPem(path: string | null, key: string): Buffer | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`upstream.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+}
+
+/**
+ * The gateway side of upstream sync (docs/sync.md): the outbox filled by the state writer, one
+ * link to an Outpost central (gateway token) or one per listed device (a third-party upstream),
+ * commands from the upstream into the local command router, the retained gateway status, and the
+ * bounds and counters operators look at.
+ */
+export class UpstreamSync {
+  readonly outbox: Outbox;
+  readonly #deps: UpstreamSyncDeps;
+  readonly #links: UpstreamLink[] = [];
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #gatewayId: string | null;
+  commandsReceived = 0;
+
+  constructor(deps: UpstreamSyncDeps) {
+    this.#deps = deps;
+    this.#gatewayId = deps.config.token ? deps.config.gatewayId : null;
+    this.outbox = new Outbox({ store: deps.store, catalog: deps.catalog, clock: deps.clock, config: deps.config, logger: deps.logger });
+    this.#registerMetrics();
+  }
+
+  #registerMetrics(): void {
+    const m = this.#deps.metrics;
+    const o = this.outbox;
+    m.gauge('outpost_outbox_depth', 'Rows waiting in the upstream outbox', () => o.depth);
+    m.gauge('outpost_outbox_bytes', 'Topic and payload bytes waiting in the upstream outbox', () => o.bytes);
+    m.gauge('outpost_outbox_oldest_age_seconds', 'Age of the oldest row in the upstream outbox (0 when empty)', () => {
+      const oldest = o.depth > 0 ? o.rows.oldestCreatedAt() : null;
+      return oldest === null ? 0 : Math.max(0, (this.#deps.clock.now() - oldest) / 1000);
+    });
+    m.gauge('outpost_outbox_sent_total', 'Outbox rows acknowledged by the upstream', () => o.status().sent);
+    m.gauge('outpost_outbox_dropped_total', 'Outbox rows dropped by maxBytes, maxAgeDays or a purge', () => o.status().dropped);
+    m.gauge('outpost_outbox_rejected_total', 'States refused because the outbox was full (whenFull: reject-new)', () => o.status().rejected);
+    m.gauge('outpost_upstream_link_up', '1 when every upstream connection is up', () => (this.link === 'up' ? 1 : 0));
+    m.gauge('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#links.reduce((n, l) => n + l.stalls, 0));
+    m.gauge('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
+  }
+
+  get link(): 'up' | 'down' | 'off' {
+    if (this.#links.length === 0) return 'off';
+    return this.#links.every((l) => l.up) ? 'up' : 'down';
+  }
+
+  health(): UpstreamHealth {
+    return { link: this.link, ...this.outbox.status() };
+  }
+
+  start(): void {
+    const { config, writer, registry, catalog, clock, logger } = this.#deps;
+    writer.addBatchHook(this.outbox);
+    registry.on('deviceChanged', this.#onDeviceChanged);
+    catalog.on('externalChange', this.#onExternalChange);
+    this.outbox.on('rows', this.#onRows);
+    this.outbox.announceAll();
+    const tls = { ca: readPem(config.ca, 'ca'), cert: readPem(config.cert, 'cert'), key: readPem(config.key, 'key') };
+    const common = {
+      url: config.url!,
+      tls,
+      window: config.window,
+      reconnectMinMs: config.reconnectMinMs,
+      reconnectMaxMs: config.reconnectMaxMs,
+      stallSeconds: config.stallSeconds,
+    };
+    if (this.#gatewayId !== null) {
+      const gatewayId = this.#gatewayId;
+      this.#links.push(
+        new UpstreamLink(
+          {
+            ...common,
+            name: 'central',
+            username: config.token!,
+            clientId: `outpost-gateway-${gatewayId}`,
+            will: { topic: gatewayStatusTopic(gatewayId), payload: JSON.stringify({ online: false }) },
+            subscriptions: ['device/+/asset/+/command', gatewayErrorsTopic(gatewayId)],
+            owns: () => true,
+            onMessage: (topic, payload) => this.#onCentralMessage(topic, payload),
+            onUp: () => void this.#publishStatus(),
+          },
+          this.outbox,
+          clock,
+          logger,
+        ),
+      );
+    } else {
+      for (const [localId, remote] of Object.entries(config.devices ?? {})) {
+        this.#links.push(
+          new UpstreamLink(
+            {
+              ...common,
+              name: localId,
+              username: remote.token,
+              clientId: `outpost-${localId}`,
+              subscriptions: [`device/${remote.id}/asset/+/command`],
+              owns: (deviceId) => deviceId === localId,
+              onMessage: (topic, payload) => this.#onCommand(topic, payload, localId),
+            },
+            this.outbox,
+            clock,
+            logger,
+          ),
+        );
+      }
+    }
+    this.outbox.setLink('down');
+    for (const link of this.#links) link.start();
+    this.#timers.push(
+      setInterval(() => {
+        this.outbox.setLink(this.link);
+        this.outbox.flushCounters();
+      }, 1000).unref(),
+    );
+    this.#timers.push(setInterval(() => this.outbox.enforceAge(), 60_000).unref());
+    if (this.#gatewayId !== null) this.#timers.push(setInterval(() => void this.#publishStatus(), config.statusIntervalSeconds * 1000).unref());
+    this.outbox.enforceAge();
+  }
+
+  async stop(): Promise<void> {
+    const { registry, catalog } = this.#deps;
+    for (const t of this.#timers) clearInterval(t);
+    registry.off('deviceChanged', this.#onDeviceChanged);
+    catalog.off('externalChange', this.#onExternalChange);
+    this.outbox.off('rows', this.#onRows);
+    const offline = this.#gatewayId !== null ? { topic: gatewayStatusTopic(this.#gatewayId), payload: JSON.stringify({ online: false }) } : undefined;
+    await Promise.all(this.#links.map((l) => l.stop(offline)));
+    this.outbox.setLink('down');
+    this.outbox.flushCounters();
+  }
+
+  readonly #onRows = (deviceIds: ReadonlySet<string>) => {
+    for (const link of this.#links) link.notify(deviceIds);
+  };
+
+  readonly #onDeviceChanged = (deviceId: string) => {
+    try {
+      this.outbox.announceDevice(deviceId);
+    } catch (err) {
+      this.#deps.logger.error({ err, deviceId }, 'outbox: catalog message not queued');
+    }
+  };
+
+  /** The CLI changed devices or purged the outbox from another process. */
+  readonly #onExternalChange = () => {
+    setImmediate(() => {
+      try {
+        this.outbox.recount();
+        this.outbox.announceAll();
+      } catch (err) {
+        this.#deps.logger.error({ err }, 'outbox: refresh after an external change failed');
+      }
+    });
+  };
+
+  #publishStatus(): Promise<void> {
+    if (this.#gatewayId === null) return Promise.resolve();
+    const status = this.outbox.status();
+    const payload = JSON.stringify({
+      online: true,
+      version: this.#deps.version,
+      outbox: { depth: status.depth, oldestAt: status.oldestAt === null ? null : new Date(status.oldestAt).toISOString() },
+    });
+    return this.#links[0]?.publishDirect(gatewayStatusTopic(this.#gatewayId), payload, true) ?? Promise.resolve();
+  }
+
+  #onCentralMessage(topic: string, payload: Buffer): void {
+    if (this.#gatewayId !== null && topic === gatewayErrorsTopic(this.#gatewayId)) {
+      this.#deps.logger.warn({ error: payload.toString('utf8').slice(0, 1000) }, 'the central refused a message of this gateway');
+      return;
+    }
+    this.#onCommand(topic, payload, null);
+  }
+
+  /** `device/<id>/asset/<name>/command` from the upstream: into the local router with the upstream's `at`. */
+  #onCommand(topic: string, payload: Buffer, localId: string | null): void {
+    const levels = topic.split('/');
+    if (levels.length !== 5 || levels[0] !== 'device' || levels[2] !== 'asset' || levels[4] !== 'command') return;
+    const deviceId = localId ?? levels[1]!;
+    const assetName = levels[3]!;
+    const { commands, logger, clock } = this.#deps;
+    try {
+      let body: unknown;
+      try {
+        body = JSON.parse(payload.toString('utf8'));
+      } catch {
+        body = { value: payload.toString('utf8') };
+      }
+      const message = isPlainObject(body) && member(body, 'value') !== undefined ? body : { value: body };
+      const atText = member(message as Record<string, unknown>, 'at');
+      const at = (typeof atText === 'string' ? parseTimestamp(atText) : undefined) ?? clock.now();
+      this.commandsReceived++;
+      const delivery = commands.sendAssetCommand(UPSTREAM, { deviceId, assetName }, { value: member(message as Record<string, unknown>, 'value'), meta: member(message as Record<string, unknown>, 'meta') }, 'upstream', at);
+      logger.debug({ deviceId, assetName, delivered: delivery.delivered }, 'upstream command delivered');
+    } catch (err) {
+      if (isServiceError(err)) logger.warn({ deviceId, assetName, code: err.code, error: err.message }, 'upstream command refused');
+      else logger.error({ err, topic }, 'upstream command failed');
+    }
+  }
+}
