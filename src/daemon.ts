@@ -92,6 +92,8 @@ export class Daemon {
       if (problem.kind === 'corrupt') logger.error({ code: problem.code, path: this.store.path }, problem.message);
       else logger.warn({ code: problem.code, path: this.store.path }, problem.message);
     };
+    const storeAtStart = this.store.health.report();
+    if (storeAtStart.status !== 'ok') logger.warn({ path: this.store.path }, `store ${storeAtStart.status}: ${storeAtStart.reason}`);
     this.catalog = new Catalog(this.store);
     const commitMicros = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(this.store, { onCommit: (_n, micros) => commitMicros.observe(micros / 1e6) });

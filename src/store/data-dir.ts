@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
+import { ConfigError } from '../core/config.js';
 
 /** Names of the files Outpost keeps in a data directory. */
 export const DATA_FILES = {
@@ -13,13 +14,20 @@ export const DATA_FILES = {
  * Creates the data directory owner-only (0700) and takes group/world access away from an existing
  * one and from the database files in it: they hold token hashes and every device's data.
  * An existing directory keeps its group bits, so an admin may still grant a service group read access.
+ * A directory that cannot be created or written is a ConfigError naming `dataDir`.
  */
 export function prepareDataDir(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  withoutWorldAccess(dataDir);
   const db = join(dataDir, DATA_FILES.database);
-  // SQLite creates -wal and -shm with the database file's mode, so the database is created 0600 first.
-  closeSync(openSync(db, 'a', 0o600));
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    withoutWorldAccess(dataDir);
+    // SQLite creates -wal and -shm with the database file's mode, so the database is created 0600 first.
+    closeSync(openSync(db, 'a', 0o600));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!code || !['EACCES', 'EPERM', 'ENOTDIR', 'EEXIST', 'EROFS', 'EISDIR', 'ENOENT', 'ENOSPC'].includes(code)) throw err;
+    throw new ConfigError(`config key dataDir: cannot use ${dataDir} as the data directory (${code} on ${(err as NodeJS.ErrnoException).path ?? dataDir})`);
+  }
   for (const suffix of ['', '-wal', '-shm']) withoutWorldAccess(db + suffix);
 }
 

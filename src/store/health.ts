@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { isCorruption, isStorageFull, storageError, type ServiceError } from '../core/errors.js';
 import { systemClock, type Clock } from '../core/time.js';
 
@@ -30,11 +31,14 @@ export function restoreAdvice(path: string): string {
  * - damaged file (SQLITE_CORRUPT, SQLITE_NOTADB): `failing` until a restart, since a damaged
  *   file does not heal and every read may hit it;
  * - no space (SQLITE_FULL: the store.maxBytes cap or a full disk): `degraded` until a write
- *   succeeds again and at least a minute after the last refusal, so it does not flicker.
+ *   succeeds again and at least a minute after the last refusal, so it does not flicker;
+ * - a database file already larger than store.maxBytes (the cap was lowered below its size:
+ *   SQLite then lets it reuse free pages but never grow): `degraded` while that lasts.
  */
 export class StoreHealth {
   readonly #path: string;
   readonly #clock: Clock;
+  readonly #maxBytes: number;
   #corrupt: { code: string } | undefined;
   #fullSince: number | undefined;
   #lastFullAt = 0;
@@ -42,9 +46,10 @@ export class StoreHealth {
   /** Called once when the store turns damaged and once each time it turns full. */
   onProblem: ((problem: StoreProblem) => void) | undefined;
 
-  constructor(path: string, clock: Clock = systemClock) {
+  constructor(path: string, clock: Clock = systemClock, options: { maxBytes?: number } = {}) {
     this.#path = path;
     this.#clock = clock;
+    this.#maxBytes = options.maxBytes ?? 0;
   }
 
   get corrupt(): boolean {
@@ -80,6 +85,18 @@ export class StoreHealth {
     if (this.#fullSince !== undefined) {
       return { status: 'degraded', reason: `writes refused for lack of space since ${new Date(this.#fullSince).toISOString()} (${this.#fullCode})` };
     }
+    const size = this.#maxBytes > 0 ? fileSize(this.#path) : 0;
+    if (size > this.#maxBytes) {
+      return { status: 'degraded', reason: `the database file is ${size} bytes, over store.maxBytes (${this.#maxBytes}): it cannot grow until retention frees pages; raise store.maxBytes or shorten retention` };
+    }
     return { status: 'ok' };
+  }
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }

@@ -180,7 +180,7 @@ export class Store {
 
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
-    this.health = new StoreHealth(path);
+    this.health = new StoreHealth(path, undefined, { maxBytes: options.maxBytes });
     this.db = new BetterSqlite3(path);
     try {
       this.#configure(options);

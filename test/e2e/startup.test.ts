@@ -205,3 +205,41 @@ test('a daemon that is killed while starting leaves no lock behind', async () =>
     removeDir(dir);
   }
 });
+
+test('a data directory that cannot be created exits 2 naming dataDir', () => {
+  const dir = tempDataDir();
+  try {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    const r = runOnce(['--data', join(file, 'data')]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /config key dataDir: cannot use .*a-file\/data as the data directory \(ENOTDIR/);
+  } finally {
+    removeDir(dir);
+  }
+});
+
+test('a database already larger than a lowered store.maxBytes: /healthz is degraded from the start and says so', async () => {
+  const dir = tempDataDir();
+  const dataDir = join(dir, 'data');
+  const { device } = provision(dataDir, [{ name: 'log', is: 'sensor', profile: { type: 'string' } }]);
+  const first = await startDaemon({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
+  for (let i = 0; i < 60; i++) {
+    assert.equal((await api(first.url, 'PUT', `/device/${device.id}/asset/log/state`, { token: device.token, json: { value: 'x'.repeat(4000) } })).status, 200);
+  }
+  assert.equal(await first.stop(), 0);
+  const size = statSync(join(dataDir, 'outpost.db')).size;
+  const configFile = join(dir, 'small.json');
+  writeFileSync(configFile, JSON.stringify({ version: 1, store: { maxBytes: Math.floor(size / 2) } }));
+  const d = await startDaemon({ dataDir, args: ['--config', configFile] });
+  try {
+    const health = await api(d.url, 'GET', '/healthz');
+    assert.equal(health.status, 200);
+    assert.equal(health.body.status, 'degraded');
+    assert.match(health.body.reason, /over store\.maxBytes/);
+    assert.ok(d.logs.some((l) => l.includes('"level":40') && l.includes('over store.maxBytes')), 'warned at start');
+  } finally {
+    assert.equal(await d.stop(), 0);
+    removeDir(dir);
+  }
+});
