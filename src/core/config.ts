@@ -14,6 +14,10 @@ export interface OutpostConfig {
     host: string;
     port: number;
     payloadLimit: number;
+    /** Largest CONNECT packet (the first packet of a connection), in bytes after the fixed header. */
+    connectPacketLimit: number;
+    maxClientIdBytes: number;
+    maxSubscriptionsPerConnection: number;
     /** Reports per second per device on `device/<id>/errors`, sustained, and at once. */
     errorsPerSecond: number;
     errorsBurst: number;
@@ -72,6 +76,9 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     host: '0.0.0.0',
     port: 1883,
     payloadLimit: 65536,
+    connectPacketLimit: 8192,
+    maxClientIdBytes: 256,
+    maxSubscriptionsPerConnection: 256,
     errorsPerSecond: 10,
     errorsBurst: 50,
     tls: { enabled: false, port: 8883, cert: null, key: null },
@@ -123,6 +130,12 @@ const CONFIG_SCHEMA = strict({
     host: { type: 'string', minLength: 1 },
     port,
     payloadLimit: positive,
+    // A CONNECT carries a client id, a token, a password and perhaps a will: below 1 KiB some
+    // legitimate clients would not fit.
+    connectPacketLimit: { type: 'integer', minimum: 1024 },
+    // 23 is what MQTT 3.1.1 promises every client id may use.
+    maxClientIdBytes: { type: 'integer', minimum: 23, maximum: 65535 },
+    maxSubscriptionsPerConnection: positive,
     errorsPerSecond: positive,
     errorsBurst: positive,
     tls: strict({

@@ -1,4 +1,4 @@
-import { createServer, type Server, type AddressInfo } from 'node:net';
+import { createServer, type Server, type AddressInfo, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +21,7 @@ import { maySubscribe } from './acl.js';
 import { RetainedFeed, feedMessage } from './retained-feed.js';
 import { MqttCommandSink } from './command-sink.js';
 import { createFanout } from './fanout.js';
+import { guardPacketSizes, PUBLISH_HEADER_ROOM, type PacketLimits, type PacketViolation } from './packet-guard.js';
 import { assetTopic, errorsTopic, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
 
 export interface MqttDoorDeps {
@@ -76,7 +77,12 @@ class PublishNotAllowed extends Error {
   override name = 'PublishNotAllowed';
 }
 
-function connectRefusal(code: 4 | 5, message: string): AuthenticateError {
+/** A packet MQTT 3.1.1 says the server must close the connection for (aedes closes it on this error). */
+class ProtocolViolation extends Error {
+  override name = 'ProtocolViolation';
+}
+
+function connectRefusal(code: 2 | 4 | 5, message: string): AuthenticateError {
   const err = new Error(message) as AuthenticateError;
   err.returnCode = code;
   return err;
@@ -103,6 +109,11 @@ export class MqttDoor {
   readonly #servers: Server[] = [];
   #broker: Aedes | undefined;
   #sink: MqttCommandSink | undefined;
+  /**
+   * Client ids whose session authenticated but is not registered with the broker yet, so two
+   * connections racing for one id are told apart like registered ones.
+   */
+  readonly #claimedIds = new Map<string, Client>();
   readonly #messagesIn: LabelledCount;
   readonly #messagesOut: LabelledCount;
   readonly #refused: LabelledCount;
@@ -156,7 +167,8 @@ export class MqttDoor {
       connectTimeout: 15_000,
       heartbeatInterval: 60_000,
       // MQTT 3.1 limits client ids to 23 characters; SDKs send longer ones and brokers accept them.
-      maxClientsIdLength: 256,
+      // (aedes applies this to 3.1 only; #authenticate caps every version in bytes.)
+      maxClientsIdLength: config.maxClientIdBytes,
       preConnect: (_client, packet, done) => {
         // Sessions are always clean: commands reach only current subscribers (contract §4), and
         // the service keeps no per-client queues in memory. CONNACK says "no session present".
@@ -196,12 +208,13 @@ export class MqttDoor {
     this.#sink = new MqttCommandSink(broker, this.#byDevice);
     commands.addSink(this.#sink);
 
-    const plain = createServer(broker.handle);
+    const accept = (socket: Socket) => this.#accept(socket);
+    const plain = createServer(accept);
     this.#servers.push(plain);
     const ports: MqttPorts = { mqtt: await listen(plain, config.port, config.host) };
     if (config.tls.enabled) {
       if (!config.tls.cert || !config.tls.key) throw new Error('mqtt.tls.enabled needs mqtt.tls.cert and mqtt.tls.key');
-      const secure = createTlsServer({ cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) }, broker.handle);
+      const secure = createTlsServer({ cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) }, accept);
       this.#servers.push(secure as unknown as Server);
       ports.mqttTls = await listen(secure as unknown as Server, config.tls.port, config.host);
     }
@@ -256,6 +269,24 @@ export class MqttDoor {
 
   // ---- sessions
 
+  /** A new connection: its packets are size-checked from their headers on, then aedes takes it. */
+  #accept(socket: Socket): void {
+    // From the live config (a reload may change payloadLimit), fixed for the connection's lifetime.
+    const { connectPacketLimit, payloadLimit } = this.#deps.config;
+    const limits: PacketLimits = { connect: connectPacketLimit, packet: payloadLimit + PUBLISH_HEADER_ROOM };
+    guardPacketSizes(socket, limits, (violation) => this.#packetTooLarge(socket, violation));
+    this.#broker!.handle(socket, undefined as never);
+  }
+
+  #packetTooLarge(socket: Socket, violation: PacketViolation): void {
+    this.#refused.inc('PACKET_TOO_LARGE');
+    const client = (socket as unknown as { client?: Client }).client;
+    this.#deps.logger.warn(
+      { clientId: client?.id ?? undefined, remote: socket.remoteAddress, packetType: violation.type, length: violation.length, limit: violation.limit },
+      violation.length < 0 ? 'mqtt packet with a malformed length: connection closed' : 'mqtt packet over its size limit: connection closed',
+    );
+  }
+
   #authenticate(client: Client, username: string | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void): void {
     const principal = username ? this.#deps.catalog.principalForSecret(username) : undefined;
     if (!principal) {
@@ -270,12 +301,46 @@ export class MqttDoor {
       done(connectRefusal(5, 'gateway tokens connect only to a central instance'), null);
       return;
     }
+    const idProblem = this.#clientIdProblem(client, principal);
+    if (idProblem) {
+      this.#connections.inc('refused');
+      this.#deps.logger.info({ clientId: client.id.slice(0, 64), tokenId: principal.tokenId }, `mqtt connection refused: ${idProblem}`);
+      done(connectRefusal(2, idProblem), null);
+      return;
+    }
+    this.#claimedIds.set(client.id, client);
+    // A session that never registers (closed during the handshake) must not keep its claim.
+    client.conn.once('close', () => {
+      if (this.#claimedIds.get(client.id) === client) this.#claimedIds.delete(client.id);
+    });
     this.#sessions.set(client, { principal });
     this.#connections.inc('accepted');
     done(null, true);
   }
 
+  /**
+   * Why a client id is refused (CONNACK 2): too long, a NUL in it, or held by a live session of
+   * another principal. MQTT lets a new connection take over the session of its client id; across
+   * principals that would let any device disconnect any other by using its id, so only the same
+   * principal (the same device, or the same application token) may take over.
+   */
+  #clientIdProblem(client: Client, principal: Principal): string | undefined {
+    const id = client.id;
+    const limit = this.#deps.config.maxClientIdBytes;
+    if (Buffer.byteLength(id) > limit) return `client id longer than ${limit} bytes`;
+    if (id.includes('\u0000')) return 'client id contains U+0000';
+    const registered = (this.#broker as unknown as { clients: Record<string, Client | undefined> } | undefined)?.clients[id];
+    const holders = [registered, this.#claimedIds.get(id)];
+    for (const holder of holders) {
+      if (!holder || holder === client || holder.closed) continue;
+      const other = this.#sessions.get(holder)?.principal;
+      if (other && !samePrincipal(other, principal)) return 'client id in use by another token';
+    }
+    return undefined;
+  }
+
   #registerSession(client: Client): void {
+    if (this.#claimedIds.get(client.id) === client) this.#claimedIds.delete(client.id);
     const session = this.#sessions.get(client);
     if (!session) return;
     const { principal } = session;
@@ -344,6 +409,9 @@ export class MqttDoor {
       done(new PublishNotAllowed('no session'));
       return;
     }
+    // MQTT 3.1.1 §2.3.1 and §4.7.3: the server closes the connection for these.
+    if (packet.qos > 0 && !packet.messageId) return this.#protocolViolation(client, session.principal, packet.topic, `QoS ${packet.qos} publish with packet id 0`, done);
+    if (packet.topic.includes('\u0000')) return this.#protocolViolation(client, session.principal, packet.topic, 'topic name contains U+0000', done);
     // Nothing a client publishes is stored as a broker retained message: the feed is the retained view.
     packet.retain = false;
     const topic = parsePublishTopic(packet.topic);
@@ -364,6 +432,12 @@ export class MqttDoor {
         this.#messagesIn.inc('other');
         this.#notAllowed(client, session.principal, packet, 'no such topic', done);
     }
+  }
+
+  #protocolViolation(client: Client, principal: Principal, topic: string, why: string, done: (error: Error) => void): void {
+    this.#refused.inc('PROTOCOL_VIOLATION');
+    this.#deps.logger.warn({ clientId: client.id, tokenId: principal.tokenId, topic: topic.slice(0, 256), why }, 'mqtt protocol violation: connection closed');
+    done(new ProtocolViolation(why));
   }
 
   #notAllowed(client: Client, principal: Principal, packet: PublishPacket, why: string, done: PublishCallback): void {
@@ -501,7 +575,17 @@ export class MqttDoor {
 
   #authorizeSubscribe(client: Client, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void): void {
     const session = this.#sessions.get(client);
-    const { catalog } = this.#deps;
+    const { catalog, config } = this.#deps;
+    if (session && sub.topic.includes('\u0000')) return this.#protocolViolation(client, session.principal, sub.topic, 'topic filter contains U+0000', done);
+    // aedes adds each granted filter before the next one of the same SUBSCRIBE is looked at, so the
+    // count is exact; a filter the client already holds (a QoS change) is not a new one.
+    const subscriptions = (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions;
+    if (session && !(sub.topic in subscriptions) && countUpTo(subscriptions, config.maxSubscriptionsPerConnection) >= config.maxSubscriptionsPerConnection) {
+      this.#deps.logger.info({ clientId: client.id, tokenId: session.principal.tokenId, limit: config.maxSubscriptionsPerConnection }, 'mqtt subscription refused: too many subscriptions');
+      this.#refused.inc('TOO_MANY_SUBSCRIPTIONS');
+      done(null, null);
+      return;
+    }
     if (!session || !maySubscribe(session.principal, sub.topic, (assetId) => catalog.assetById(assetId)?.deviceId)) {
       this.#deps.logger.info({ clientId: client.id, tokenId: session?.principal.tokenId, filter: sub.topic }, 'mqtt subscription refused');
       this.#refused.inc('SUBSCRIBE_FORBIDDEN');
@@ -561,6 +645,19 @@ export class MqttDoor {
     }
     this.#publish(errorsTopic(deviceId), JSON.stringify(report), 1);
   }
+}
+
+/** Whether two principals are the same client for MQTT session takeover: the same device, or the same token. */
+function samePrincipal(a: Principal, b: Principal): boolean {
+  if (a.deviceId || b.deviceId) return a.deviceId === b.deviceId;
+  return a.tokenId === b.tokenId;
+}
+
+/** The number of own keys of an object, counted no further than `limit`. */
+function countUpTo(obj: object, limit: number): number {
+  let n = 0;
+  for (const _ in obj) if (++n >= limit) break;
+  return n;
 }
 
 function hasSubscriptions(client: Client): boolean {
