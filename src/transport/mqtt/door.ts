@@ -82,7 +82,7 @@ class ProtocolViolation extends Error {
   override name = 'ProtocolViolation';
 }
 
-function connectRefusal(code: 2 | 4 | 5, message: string): AuthenticateError {
+function connectRefusal(code: 2 | 3 | 4 | 5, message: string): AuthenticateError {
   const err = new Error(message) as AuthenticateError;
   err.returnCode = code;
   return err;
@@ -288,6 +288,16 @@ export class MqttDoor {
   }
 
   #authenticate(client: Client, username: string | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void): void {
+    try {
+      this.#authenticateUnguarded(client, username, done);
+    } catch (err) {
+      // e.g. the store cannot be read: CONNACK 3, "server unavailable", and the client retries later.
+      this.#deps.logger.error({ err, clientId: client.id }, 'mqtt connection failed inside the gateway');
+      done(connectRefusal(3, 'server unavailable'), null);
+    }
+  }
+
+  #authenticateUnguarded(client: Client, username: string | undefined, done: (error: AuthenticateError | null, success: boolean | null) => void): void {
     const principal = username ? this.#deps.catalog.principalForSecret(username) : undefined;
     if (!principal) {
       this.#connections.inc('refused');
@@ -403,7 +413,17 @@ export class MqttDoor {
 
   // ---- publishes from clients
 
+  /** aedes calls its hooks without a try/catch: anything thrown in one would end the process. */
   #authorizePublish(client: Client | null, packet: PublishPacket, done: PublishCallback): void {
+    try {
+      this.#authorizePublishUnguarded(client, packet, done);
+    } catch (err) {
+      this.#deps.logger.error({ err, clientId: client?.id, topic: packet.topic }, 'mqtt publish failed inside the gateway: connection closed');
+      done(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  #authorizePublishUnguarded(client: Client | null, packet: PublishPacket, done: PublishCallback): void {
     const session = client && this.#sessions.get(client);
     if (!client || !session) {
       done(new PublishNotAllowed('no session'));
@@ -515,9 +535,18 @@ export class MqttDoor {
       .then(acknowledge, failed);
   }
 
+  /**
+   * A state publish that did not go through. A refusal (ServiceError) is the client's message being
+   * wrong: acknowledged, so a client that resends until acknowledged does not loop, and reported.
+   * Anything else is a failure of the gateway itself (a bug, a damaged store): the state is not
+   * stored, so it is not acknowledged either — the connection is closed, the only way MQTT 3.1.1 has
+   * to say so, and the client resends the state after reconnecting. It is logged with its stack and
+   * reported as INTERNAL (without the details, which are the gateway's business).
+   */
   #stateFailed(client: Client, principal: Principal, packet: PublishPacket, own: string, err: unknown, done: PublishCallback): void {
     if (!isServiceError(err)) {
-      this.#deps.logger.error({ err, clientId: client.id, topic: packet.topic }, 'mqtt state publish failed');
+      this.#deps.logger.error({ err, clientId: client.id, tokenId: principal.tokenId, topic: packet.topic }, 'mqtt state publish failed inside the gateway: not stored, not acknowledged, connection closed');
+      this.#refuse(own, packet.topic, new ServiceError('INTERNAL', 'internal error: the state was not stored and is not acknowledged (the connection is closed, so the client resends it); the gateway log has the details'));
       done(err instanceof Error ? err : new Error(String(err)));
       return;
     }
@@ -574,6 +603,15 @@ export class MqttDoor {
   // ---- subscriptions
 
   #authorizeSubscribe(client: Client, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void): void {
+    try {
+      this.#authorizeSubscribeUnguarded(client, sub, done);
+    } catch (err) {
+      this.#deps.logger.error({ err, clientId: client.id, filter: sub.topic }, 'mqtt subscribe failed inside the gateway: connection closed');
+      done(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  #authorizeSubscribeUnguarded(client: Client, sub: Subscription, done: (error: Error | null, subscription?: Subscription | null) => void): void {
     const session = this.#sessions.get(client);
     const { catalog, config } = this.#deps;
     if (session && sub.topic.includes('\u0000')) return this.#protocolViolation(client, session.principal, sub.topic, 'topic filter contains U+0000', done);
