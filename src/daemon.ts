@@ -28,6 +28,7 @@ import { consoleRoutes } from './console/routes.js';
 import { bindError, loadTlsFiles, type ListenerKeys } from './transport/bind-errors.js';
 import { programVersion } from './version.js';
 import { UpstreamSync } from './sync/upstream-sync.js';
+import { SerialModems } from './lpwan/serial/serial-modems.js';
 
 export interface DaemonPorts {
   http?: number;
@@ -57,6 +58,8 @@ export class Daemon {
   readonly reloader: ConfigReloader;
   /** The radio and upstream sections of `outpost status`. */
   readonly statusSections = new StatusSections();
+  /** The configured serial LoRa modems (`radio.serial`) and their raw point-to-point path. */
+  readonly serialModems: SerialModems;
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   readonly #version = programVersion();
@@ -121,6 +124,17 @@ export class Daemon {
         version: this.#version,
       });
     }
+    this.serialModems = new SerialModems({
+      modems: config.radio?.serial ?? [],
+      catalog: this.catalog,
+      pipeline: this.pipeline,
+      decoders: this.decoders,
+      codecs: this.codecs,
+      clock,
+      logger,
+      metrics: this.metrics,
+    });
+    if (this.serialModems.sources.length > 0) this.statusSections.set('radio', () => ({ serial: this.serialModems.health() }));
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
     this.reloader = new ConfigReloader(config);
@@ -186,6 +200,7 @@ export class Daemon {
       schemaVersion: this.store.db.pragma('user_version', { simple: true }),
       // A link that is down degrades nothing here: states are kept in the outbox (docs/sync.md).
       ...(this.upstream ? { upstream: upstreamHealthView(this.upstream.health()) } : {}),
+      ...(this.serialModems.sources.length > 0 ? { serial: this.serialModems.health() } : {}),
     };
   }
 
@@ -234,6 +249,8 @@ export class Daemon {
     const ports: DaemonPorts = this.#ports;
     if (this.config.mqtt.enabled && this.config.mqtt.tls.enabled) loadTlsFiles(this.config.mqtt.tls);
     await this.codecs.syncFromStore(this.store);
+    // Before any door listens: a bad modem codec is a config error (exit 2), not a half-started daemon.
+    await this.serialModems.prepare();
     const config = this.config;
     if (config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
@@ -289,6 +306,8 @@ export class Daemon {
         throw bindError(err, { host: 'mqtt.host', port: tlsFailed ? 'mqtt.tls.port' : 'mqtt.port' }, host, tlsFailed ? tls.port : port) ?? err;
       }
     }
+    // A modem that is missing now is retried in the background; it never holds up the start.
+    await this.serialModems.start();
     // After the doors: the command sinks (MQTT, radio) are in place before upstream commands arrive.
     this.upstream?.start();
     this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
@@ -316,6 +335,7 @@ export class Daemon {
     }
     // MQTT after HTTP, before the last commit: states in flight still reach the database.
     if (this.#mqtt) await this.#mqtt.stop();
+    await this.serialModems.stop();
     this.writer.flush();
     // The upstream link last: what the doors committed is in the outbox, PUBACKs in flight still count.
     if (this.upstream) await this.upstream.stop();

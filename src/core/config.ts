@@ -36,6 +36,8 @@ export interface OutpostConfig {
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
   upstream: UpstreamConfig;
+  /** Radio sources; absent when none is configured. */
+  radio?: { serial?: SerialModemConfig[] };
 }
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
@@ -62,6 +64,23 @@ export interface UpstreamConfig {
   stallSeconds: number;
   /** How often the gateway refreshes its retained status at the central. */
   statusIntervalSeconds: number;
+}
+
+/** One serial LoRa modem (docs/lpwan.md, "Serial modems"). */
+export interface SerialModemConfig {
+  path: string;
+  modem: 'rn2483' | 'rak3172' | 'rak811';
+  baudRate: number;
+  frequency: number;
+  spreadingFactor: number;
+  bandwidth: 125 | 250 | 500;
+  /** Codec settings as PUT /device/<id>/codec takes them, for frames that are not LoRaWAN. */
+  codec?: unknown;
+  /** The device whose states the non-LoRaWAN frames of this modem are. */
+  device?: string;
+  txLeadMs?: number;
+  initTimeoutMs?: number;
+  reopenMaxMs?: number;
 }
 
 /** Embedded defaults: `npm start` with no file runs on these (documented key by key in docs/configuration.md). */
@@ -118,6 +137,24 @@ const port = { type: 'integer', minimum: 0, maximum: 65535 };
 const positive = { type: 'integer', minimum: 1 };
 const nonNegative = { type: 'integer', minimum: 0 };
 const strict = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties });
+
+const SERIAL_MODEM_SCHEMA = {
+  ...strict({
+    path: { type: 'string', minLength: 1 },
+    modem: { enum: ['rn2483', 'rak3172', 'rak811'] },
+    baudRate: { type: 'integer', minimum: 300, maximum: 4000000 },
+    // Every LoRa band a supported modem covers (433, 470, 868, 915 MHz), in Hz.
+    frequency: { type: 'integer', minimum: 137000000, maximum: 1020000000 },
+    spreadingFactor: { type: 'integer', minimum: 7, maximum: 12 },
+    bandwidth: { enum: [125, 250, 500] },
+    codec: { type: 'object' },
+    device: { type: 'string', minLength: 1 },
+    txLeadMs: { type: 'integer', minimum: 0, maximum: 1000 },
+    initTimeoutMs: { type: 'integer', minimum: 50, maximum: 60000 },
+    reopenMaxMs: { type: 'integer', minimum: 1000, maximum: 3600000 },
+  }),
+  required: ['path', 'modem', 'baudRate', 'frequency', 'spreadingFactor', 'bandwidth'],
+};
 
 const CONFIG_SCHEMA = strict({
   version: { const: 1 },
@@ -180,6 +217,7 @@ const CONFIG_SCHEMA = strict({
     stallSeconds: positive,
     statusIntervalSeconds: positive,
   }),
+  radio: strict({ serial: { type: 'array', items: SERIAL_MODEM_SCHEMA } }),
 });
 
 /** Rules across keys of `upstream` that the schema cannot say. */
@@ -314,14 +352,18 @@ export function validateConfig(candidate: unknown): asserts candidate is Outpost
     return;
   }
   const e = validate.errors![0]!;
-  const key = e.instancePath.slice(1).replaceAll('/', '.') || '(top level)';
   const p = e.params as Record<string, unknown>;
+  // A missing key is named by its own path, not by the object that lacks it.
+  const path = e.keyword === 'required' ? `${e.instancePath}/${String(p.missingProperty)}` : e.instancePath;
+  const key = path.slice(1).replaceAll('/', '.') || '(top level)';
   const rule =
     e.keyword === 'additionalProperties'
       ? `unknown key ${JSON.stringify(p.additionalProperty)} (additionalProperties)`
-      : e.keyword === 'enum'
-        ? `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')} (enum)`
-        : `${e.message} (${e.keyword})`;
+      : e.keyword === 'required'
+        ? 'is required (required)'
+        : e.keyword === 'enum'
+          ? `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')} (enum)`
+          : `${e.message} (${e.keyword})`;
   throw new ConfigError(`config key ${key}: ${rule}`);
 }
 
@@ -345,4 +387,17 @@ export function checkConsistency(config: OutpostConfig): void {
       if (a.port !== 0 && a.port === b.port && overlap) throw new ConfigError(`config key ${b.key}: port ${b.port} is already taken by ${a.key}`);
     }
   }
+  validateSerialModems(config.radio?.serial ?? []);
+}
+
+/** One source per port; a raw codec needs the device its states belong to. */
+function validateSerialModems(modems: SerialModemConfig[]): void {
+  const seen = new Set<string>();
+  modems.forEach((modem, i) => {
+    if (seen.has(modem.path)) throw new ConfigError(`config key radio.serial.${i}.path: ${JSON.stringify(modem.path)} is configured twice (one source per port)`);
+    seen.add(modem.path);
+    if (modem.codec !== undefined && modem.device === undefined) {
+      throw new ConfigError(`config key radio.serial.${i}.device: is required with radio.serial.${i}.codec (the device whose states the decoded frames become)`);
+    }
+  });
 }

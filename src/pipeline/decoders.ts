@@ -83,10 +83,12 @@ export class DeviceStateDecoder {
   }
 
   /**
-   * The door-neutral path for raw bytes: the device's codec (fPort reaches it) or, without one,
-   * nothing but the kept bytes and a DECODE_FAILED refusal.
+   * The door-neutral path for raw bytes: the door's codec when it names one, else the device's
+   * codec (fPort reaches it) or, without one, nothing but the kept bytes and a DECODE_FAILED refusal.
    */
-  decodeUplink(device: DeviceRecord, raw: RawUplink, where = 'uplink'): DecodedMessage {
+  decodeUplink(device: DeviceRecord, raw: RawUplink, where = 'uplink', doorDecoder?: UplinkDecoder): DecodedMessage {
+    // A door that configures its own codec for these bytes (a serial modem's raw codec) passes it.
+    if (doorDecoder) return this.#outcome(raw, doorDecoder.version, null, doorDecoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
     const codec = this.#codecs.get(device);
     if (!codec) {
       const error = `device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`;

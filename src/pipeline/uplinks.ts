@@ -1,6 +1,6 @@
 import type { Principal } from '../core/access.js';
 import type { DeviceStateOutcome, StatePipeline } from './ingest.js';
-import type { DeviceStateDecoder, RawUplink } from './decoders.js';
+import type { DeviceStateDecoder, RawUplink, UplinkDecoder } from './decoders.js';
 import type { AlongsideWrite } from './state-writer.js';
 
 export interface UplinkOptions {
@@ -10,6 +10,8 @@ export interface UplinkOptions {
   topic?: string;
   /** The door's own writes that commit with the uplink and its states (frame counters). */
   alongside?: AlongsideWrite;
+  /** Decodes with this instead of the device's codec (a serial modem's configured raw codec). */
+  decoder?: UplinkDecoder;
 }
 
 /**
@@ -24,6 +26,6 @@ export function publishUplink(pipeline: StatePipeline, decoders: DeviceStateDeco
     source: uplink.source,
     topic: options.topic ?? `device/${uplink.deviceId}/state`,
     alongside: options.alongside,
-    decode: (device) => decoders.decodeUplink(device, uplink),
+    decode: (device) => decoders.decodeUplink(device, uplink, 'uplink', options.decoder),
   });
 }

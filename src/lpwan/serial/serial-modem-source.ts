@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { SerialPort } from 'serialport';
 import type { Clock } from '../../core/time.js';
@@ -48,6 +49,8 @@ type SourceState = 'stopped' | 'opening' | 'initialising' | 'receiving' | 'trans
 const REOPEN_MIN_MS = 1000;
 /** A port that stayed up this long is healthy again: the next loss starts the backoff from 1 s. */
 const HEALTHY_AFTER_MS = 30_000;
+/** How often the configured path is checked: unplugging removes a by-id link before the fd reports it. */
+const PATH_CHECK_MS = 1000;
 /** Settings before a TX take a few commands; start them this long before the TX command is due. */
 const TX_PREPARE_MS = 400;
 /** A TX command written later than this after its due time would miss the device's receive window. */
@@ -78,6 +81,7 @@ export class SerialModemSource implements RadioSource {
   #backoffMs = REOPEN_MIN_MS;
   #reopenTimer: NodeJS.Timeout | undefined;
   #healthyTimer: NodeJS.Timeout | undefined;
+  #pathTimer: NodeJS.Timeout | undefined;
   #txWaiter: { resolve: () => void; reject: (err: Error) => void; timer: NodeJS.Timeout } | undefined;
   /** Transmissions waiting for their moment; stop() wakes them so they fail instead of hanging. */
   readonly #sleeping = new Map<NodeJS.Timeout, () => void>();
@@ -132,6 +136,7 @@ export class SerialModemSource implements RadioSource {
     this.#generation++;
     clearTimeout(this.#reopenTimer);
     clearTimeout(this.#healthyTimer);
+    clearInterval(this.#pathTimer);
     for (const [timer, wake] of this.#sleeping) {
       clearTimeout(timer);
       wake();
@@ -273,8 +278,33 @@ export class SerialModemSource implements RadioSource {
       port.on('close', (closeErr: Error | null) => this.#lost(generation, closeErr ?? new Error('port closed')));
       port.on('error', (portErr: Error) => this.#lost(generation, portErr));
       this.#logger.info({ baudRate: this.#options.baudRate }, 'serial modem port open');
+      this.#watchPath(generation);
       this.#initialise(generation);
     });
+  }
+
+  /**
+   * The fd does not always report an unplug at once (and a re-plugged modem may come back as
+   * another tty while the old fd stays open): the device behind the configured path is checked,
+   * and a path that vanished or now names another device counts as the port lost.
+   */
+  #watchPath(generation: number): void {
+    clearInterval(this.#pathTimer);
+    let openedDevice: number | undefined;
+    void stat(this.#options.path).then(
+      (s) => (openedDevice = s.rdev),
+      () => {},
+    );
+    this.#pathTimer = setInterval(() => {
+      if (generation !== this.#generation) return;
+      stat(this.#options.path).then(
+        (s) => {
+          if (openedDevice !== undefined && s.rdev !== openedDevice) this.#lost(generation, new Error('the path names another device now'));
+        },
+        (err: NodeJS.ErrnoException) => this.#lost(generation, new Error(`the path vanished (${err.code ?? err.message})`)),
+      );
+    }, PATH_CHECK_MS);
+    this.#pathTimer.unref();
   }
 
   #initialise(generation: number): void {
@@ -306,6 +336,7 @@ export class SerialModemSource implements RadioSource {
     this.#channel = undefined;
     this.#failTransmitWait(reason);
     clearTimeout(this.#healthyTimer);
+    clearInterval(this.#pathTimer);
     const port = this.#port;
     this.#port = undefined;
     void closePort(port);

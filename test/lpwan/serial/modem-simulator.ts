@@ -182,3 +182,26 @@ export class ModemSimulator {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** A small deterministic generator: the same noise on every run. */
+export function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(s ^ (s >>> 15), 1 | s);
+    x ^= x + Math.imul(x ^ (x >>> 7), 61 | x);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PREFIXES = ['radio_rx  ', 'radio_rx ', 'radio_err', 'radio_tx_ok', 'ok', 'busy', 'invalid_param', '+EVT:RXP2P:', '+EVT:RXP2P, RSSI ', '+EVT:', '+EVT:TXP2P DONE', 'at+recv=', 'OK', 'AT_ERROR', 'RN2483 1.0.4', ''];
+
+export function randomModemLine(random: () => number): string {
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
+  const len = Math.floor(random() * 80);
+  let tail = '';
+  const alphabet = random() < 0.5 ? '0123456789ABCDEFabcdef' : '0123456789ABCDEF:,-+ xyz\x00\x7f\xff\t';
+  for (let i = 0; i < len; i++) tail += alphabet[Math.floor(random() * alphabet.length)];
+  if (random() < 0.01) tail += 'Z'.repeat(2000);
+  return pick(PREFIXES) + tail;
+}

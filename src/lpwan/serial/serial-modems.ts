@@ -1,0 +1,160 @@
+import { ConfigError, type SerialModemConfig } from '../../core/config.js';
+import { isServiceError } from '../../core/errors.js';
+import type { Clock } from '../../core/time.js';
+import type { Logger } from '../../ops/logger.js';
+import type { MetricsRegistry } from '../../ops/metrics.js';
+import type { DeviceCodec } from '../../codec/index.js';
+import type { Catalog } from '../../store/catalog.js';
+import type { DeviceStateDecoder, UplinkDecoder } from '../../pipeline/decoders.js';
+import { parseCodecSettings, type DeviceCodecs } from '../../pipeline/device-codecs.js';
+import type { StatePipeline } from '../../pipeline/ingest.js';
+import { publishUplink } from '../../pipeline/uplinks.js';
+import type { RadioFrame, RadioSourceHealth } from '../radio.js';
+import { SerialModemSource } from './serial-modem-source.js';
+
+export interface SerialModemsDeps {
+  modems: readonly SerialModemConfig[];
+  catalog: Catalog;
+  pipeline: StatePipeline;
+  decoders: DeviceStateDecoder;
+  codecs: DeviceCodecs;
+  clock: Clock;
+  logger: Logger;
+  metrics: MetricsRegistry;
+}
+
+/**
+ * Asked first for every frame a modem hears: true when the frame is LoRaWAN for a device the
+ * network server knows (it then takes it). Everything else is a raw point-to-point frame.
+ */
+export type FrameClaim = (frame: RadioFrame) => boolean | Promise<boolean>;
+
+/** Where a modem's raw point-to-point frames go: states of one device, through a codec. */
+interface RawRoute {
+  deviceId: string | undefined;
+  /** The modem's own codec (`radio.serial[].codec`); absent: the device's codec decodes. */
+  decoder: UplinkDecoder | undefined;
+  codec: DeviceCodec | undefined;
+}
+
+type RawOutcome = 'stored' | 'refused' | 'dropped_no_device' | 'dropped_unknown_device';
+
+/**
+ * The configured serial modems (`radio.serial`): one radio source each, and the raw P2P path for
+ * frames no LoRaWAN device claims. Frames become states through the one pipeline like any door's.
+ */
+export class SerialModems {
+  readonly sources: SerialModemSource[] = [];
+  readonly #deps: SerialModemsDeps;
+  readonly #routes = new Map<string, RawRoute>();
+  #claim: FrameClaim | undefined;
+  readonly #rawFrames;
+
+  constructor(deps: SerialModemsDeps) {
+    this.#deps = deps;
+    for (const modem of deps.modems) {
+      const source = new SerialModemSource({
+        path: modem.path,
+        modem: modem.modem,
+        baudRate: modem.baudRate,
+        receive: { frequency: modem.frequency, spreadingFactor: modem.spreadingFactor, bandwidth: modem.bandwidth },
+        txLeadMs: modem.txLeadMs,
+        initTimeoutMs: modem.initTimeoutMs,
+        reopenMaxMs: modem.reopenMaxMs,
+        clock: deps.clock,
+        logger: deps.logger,
+      });
+      this.sources.push(source);
+      this.#routes.set(source.name, { deviceId: modem.device, decoder: undefined, codec: undefined });
+      source.onFrame((frame) => void this.#route(frame));
+    }
+    this.#rawFrames = deps.metrics.counter('outpost_serial_raw_frames_total', 'Serial modem frames no LoRaWAN device claimed, by source and outcome');
+    this.#registerMetrics();
+  }
+
+  /** The LoRaWAN network server takes its frames first (set before start). */
+  setClaim(claim: FrameClaim): void {
+    this.#claim = claim;
+  }
+
+  /** Compiles each modem's raw codec before any door opens: a bad one stops the daemon with exit 2. */
+  async prepare(): Promise<void> {
+    const { modems, codecs } = this.#deps;
+    for (const [i, modem] of modems.entries()) {
+      if (modem.codec === undefined) continue;
+      const key = `radio.serial.${i}.codec`;
+      let compiled: Awaited<ReturnType<DeviceCodecs['compile']>>;
+      try {
+        compiled = await codecs.compile(parseCodecSettings(modem.codec));
+      } catch (err) {
+        const problems = isServiceError(err) && Array.isArray(err.details?.errors) ? `: ${(err.details.errors as unknown[]).join('; ')}` : '';
+        throw new ConfigError(`config key ${key}: ${(err as Error).message}${problems}`);
+      }
+      const route = this.#routes.get(this.sources[i]!.name)!;
+      const { codec, version } = compiled;
+      route.codec = codec;
+      route.decoder = {
+        version: `${version}@${key}`,
+        decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
+      };
+    }
+  }
+
+  async start(): Promise<void> {
+    for (const source of this.sources) await source.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.sources.map((s) => s.stop()));
+    for (const route of this.#routes.values()) route.codec?.dispose();
+  }
+
+  health(): RadioSourceHealth[] {
+    return this.sources.map((s) => s.health());
+  }
+
+  async #route(frame: RadioFrame): Promise<void> {
+    const { logger, catalog, pipeline, decoders } = this.#deps;
+    try {
+      if (this.#claim && (await this.#claim(frame))) return;
+    } catch (err) {
+      logger.error({ err, source: frame.source }, 'LoRaWAN handling of a serial frame failed; trying it as a raw frame');
+    }
+    const route = this.#routes.get(frame.source);
+    let outcome: RawOutcome;
+    if (!route?.deviceId) outcome = 'dropped_no_device';
+    else if (!catalog.device(route.deviceId)) outcome = 'dropped_unknown_device';
+    else {
+      try {
+        const result = await publishUplink(
+          pipeline,
+          decoders,
+          { deviceId: route.deviceId, payload: frame.payload, source: frame.source, receivedAt: frame.receivedAt },
+          { decoder: route.decoder },
+        );
+        outcome = Object.keys(result.states).length > 0 || result.refused.length === 0 ? 'stored' : 'refused';
+      } catch (err) {
+        // Refusals are already reported on the device's errors topic and the bytes kept.
+        outcome = 'refused';
+        if (!isServiceError(err)) logger.error({ err, source: frame.source }, 'raw serial frame failed');
+      }
+    }
+    this.#rawFrames.inc({ source: frame.source, outcome });
+    if (outcome.startsWith('dropped')) {
+      logger.debug({ source: frame.source, bytes: frame.payload.length, outcome }, 'serial frame dropped: not LoRaWAN for a known device and no raw device configured');
+    }
+  }
+
+  #registerMetrics(): void {
+    const { metrics } = this.#deps;
+    const per = (read: (h: RadioSourceHealth) => number) => () => this.health().map((h): [Record<string, string>, number] => [{ source: h.source }, read(h)]);
+    const detail = (name: string) => per((h) => Number(h.detail?.[name] ?? 0));
+    metrics.gauge('outpost_serial_modem_up', 'Whether the serial modem is open, initialised and receiving (1) or not (0)', per((h) => (h.up ? 1 : 0)));
+    metrics.counterFrom('outpost_serial_frames_received_total', 'Frames the serial modem received', per((h) => h.framesReceived));
+    metrics.counterFrom('outpost_serial_frames_sent_total', 'Downlinks the serial modem transmitted', per((h) => h.framesSent));
+    metrics.counterFrom('outpost_serial_errors_total', 'Serial modem failures (port lost, command failed or timed out, unreadable reports)', per((h) => h.errors));
+    metrics.counterFrom('outpost_serial_reopens_total', 'Times the serial port was opened again after it vanished or init failed', detail('reopens'));
+    metrics.counterFrom('outpost_serial_command_timeouts_total', 'Serial modem commands that got no answer in time', detail('commandTimeouts'));
+    metrics.counterFrom('outpost_serial_ignored_lines_total', 'Lines from the modem that were neither an event nor an answer (noise)', detail('ignoredLines'));
+  }
+}
