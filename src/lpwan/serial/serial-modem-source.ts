@@ -53,8 +53,12 @@ const HEALTHY_AFTER_MS = 30_000;
 const PATH_CHECK_MS = 1000;
 /** Settings before a TX take a few commands; start them this long before the TX command is due. */
 const TX_PREPARE_MS = 400;
-/** A TX command written later than this after its due time would miss the device's receive window. */
-const TX_LATE_TOLERANCE_MS = 30;
+/**
+ * How late a TX may still start, in symbols of its data rate: a device keeps its receiver open for
+ * a few symbols looking for the 8-symbol preamble, so a transmission that starts a little late is
+ * still heard (at SF12/125 kHz four symbols are 131 ms, at SF7 only 4 ms).
+ */
+const TX_LATE_SYMBOLS = 4;
 
 /**
  * One serial LoRa modem as a radio source: opens the port, runs the modem's init script, turns
@@ -197,17 +201,18 @@ export class SerialModemSource implements RadioSource {
     if (tx.payload.length === 0 || tx.payload.length > 255) throw new SerialModemError('TRANSMIT_INVALID', `payload of ${tx.payload.length} bytes (1–255)`);
     if (this.#state !== 'receiving' && this.#state !== 'transmitting') throw new SerialModemError('MODEM_DOWN', `${this.name} is ${this.#state}`);
     const issueAt = replyTo.firstByteAt + tx.delayMs - this.#options.txLeadMs;
+    const lateToleranceMs = (TX_LATE_SYMBOLS * 2 ** rate.spreadingFactor) / rate.bandwidth;
     if (performance.now() > issueAt) throw new SerialModemError('TRANSMIT_TOO_LATE', `the window started ${Math.round(performance.now() - issueAt)} ms ago`);
     await this.#sleepUntil(issueAt - TX_PREPARE_MS);
     const generation = this.#generation;
     return this.#exclusive(async () => {
       if (generation !== this.#generation || this.#state !== 'receiving') throw new SerialModemError('MODEM_DOWN', `${this.name} is ${this.#state}`);
-      if (performance.now() > issueAt + TX_LATE_TOLERANCE_MS) throw new SerialModemError('TRANSMIT_TOO_LATE', `queued behind other commands until ${Math.round(performance.now() - issueAt)} ms after the window`);
+      if (performance.now() > issueAt + lateToleranceMs) throw new SerialModemError('TRANSMIT_TOO_LATE', `queued behind other commands until ${Math.round(performance.now() - issueAt)} ms after the window`);
       this.#state = 'transmitting';
       try {
         await this.#driver.prepareTransmit(this.#link, { frequency: tx.frequency, ...rate, invertIq: tx.invertIq, power: tx.power ?? 14 });
         await this.#sleepUntil(issueAt);
-        if (performance.now() > issueAt + TX_LATE_TOLERANCE_MS) {
+        if (performance.now() > issueAt + lateToleranceMs) {
           throw new SerialModemError('TRANSMIT_TOO_LATE', `the modem took until ${Math.round(performance.now() - issueAt)} ms after the window to switch channels`);
         }
         const done = this.#waitForTransmitDone(loraAirtimeMs(tx.payload.length, rate.spreadingFactor, rate.bandwidth, true) + this.#options.initTimeoutMs + 1000);
