@@ -134,6 +134,8 @@ export class Daemon {
       logger,
       metrics: this.metrics,
     });
+    // No LoRaWAN network server yet: every frame a modem hears takes the raw point-to-point path.
+    this.serialModems.routeAllFramesRaw();
     if (this.serialModems.sources.length > 0) this.statusSections.set('radio', () => ({ serial: this.serialModems.health() }));
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();

@@ -23,12 +23,6 @@ export interface SerialModemsDeps {
   metrics: MetricsRegistry;
 }
 
-/**
- * Asked first for every frame a modem hears: true when the frame is LoRaWAN for a device the
- * network server knows (it then takes it). Everything else is a raw point-to-point frame.
- */
-export type FrameClaim = (frame: RadioFrame) => boolean | Promise<boolean>;
-
 /** Where a modem's raw point-to-point frames go: states of one device, through a codec. */
 interface RawRoute {
   deviceId: string | undefined;
@@ -47,7 +41,8 @@ export class SerialModems {
   readonly sources: SerialModemSource[] = [];
   readonly #deps: SerialModemsDeps;
   readonly #routes = new Map<string, RawRoute>();
-  #claim: FrameClaim | undefined;
+  /** Raw frames on their way into the store; stop() waits for them. */
+  readonly #inFlight = new Set<Promise<void>>();
   readonly #rawFrames;
 
   constructor(deps: SerialModemsDeps) {
@@ -66,15 +61,36 @@ export class SerialModems {
       });
       this.sources.push(source);
       this.#routes.set(source.name, { deviceId: modem.device, decoder: undefined, codec: undefined });
-      source.onFrame((frame) => void this.#route(frame));
     }
     this.#rawFrames = deps.metrics.counter('outpost_serial_raw_frames_total', 'Serial modem frames no LoRaWAN device claimed, by source and outcome');
     this.#registerMetrics();
   }
 
-  /** The LoRaWAN network server takes its frames first (set before start). */
-  setClaim(claim: FrameClaim): void {
-    this.#claim = claim;
+  /**
+   * Without a LoRaWAN network server every frame a modem hears is a raw point-to-point frame. With
+   * one, the network server takes the frames that are LoRaWAN for its devices and offers the rest
+   * to `claimRaw` instead (call one or the other, before start).
+   */
+  routeAllFramesRaw(): void {
+    for (const source of this.sources) {
+      source.onFrame((frame) => {
+        if (!this.claimRaw(frame)) this.#count(frame, 'dropped_no_device');
+      });
+    }
+  }
+
+  /**
+   * A frame that is not LoRaWAN for a known device: true when it came from one of these modems and
+   * that modem names a `device` (it is then decoded and stored, asynchronously); false leaves it to
+   * the caller to count and drop.
+   */
+  claimRaw(frame: RadioFrame): boolean {
+    const route = this.#routes.get(frame.source);
+    if (!route?.deviceId) return false;
+    const work = this.#storeRaw(frame, route.deviceId, route.decoder);
+    this.#inFlight.add(work);
+    void work.finally(() => this.#inFlight.delete(work));
+    return true;
   }
 
   /** Compiles each modem's raw codec before any door opens: a bad one stops the daemon with exit 2. */
@@ -106,6 +122,7 @@ export class SerialModems {
 
   async stop(): Promise<void> {
     await Promise.all(this.sources.map((s) => s.stop()));
+    await Promise.allSettled([...this.#inFlight]);
     for (const route of this.#routes.values()) route.codec?.dispose();
   }
 
@@ -113,35 +130,25 @@ export class SerialModems {
     return this.sources.map((s) => s.health());
   }
 
-  async #route(frame: RadioFrame): Promise<void> {
+  async #storeRaw(frame: RadioFrame, deviceId: string, decoder: UplinkDecoder | undefined): Promise<void> {
     const { logger, catalog, pipeline, decoders } = this.#deps;
-    try {
-      if (this.#claim && (await this.#claim(frame))) return;
-    } catch (err) {
-      logger.error({ err, source: frame.source }, 'LoRaWAN handling of a serial frame failed; trying it as a raw frame');
-    }
-    const route = this.#routes.get(frame.source);
+    if (!catalog.device(deviceId)) return this.#count(frame, 'dropped_unknown_device');
     let outcome: RawOutcome;
-    if (!route?.deviceId) outcome = 'dropped_no_device';
-    else if (!catalog.device(route.deviceId)) outcome = 'dropped_unknown_device';
-    else {
-      try {
-        const result = await publishUplink(
-          pipeline,
-          decoders,
-          { deviceId: route.deviceId, payload: frame.payload, source: frame.source, receivedAt: frame.receivedAt },
-          { decoder: route.decoder },
-        );
-        outcome = Object.keys(result.states).length > 0 || result.refused.length === 0 ? 'stored' : 'refused';
-      } catch (err) {
-        // Refusals are already reported on the device's errors topic and the bytes kept.
-        outcome = 'refused';
-        if (!isServiceError(err)) logger.error({ err, source: frame.source }, 'raw serial frame failed');
-      }
+    try {
+      const result = await publishUplink(pipeline, decoders, { deviceId, payload: frame.payload, source: frame.source, receivedAt: frame.receivedAt }, { decoder });
+      outcome = Object.keys(result.states).length > 0 || result.refused.length === 0 ? 'stored' : 'refused';
+    } catch (err) {
+      // Refusals are already reported on the device's errors topic, and the bytes kept.
+      outcome = 'refused';
+      if (!isServiceError(err)) logger.error({ err, source: frame.source }, 'raw serial frame failed');
     }
+    this.#count(frame, outcome);
+  }
+
+  #count(frame: RadioFrame, outcome: RawOutcome): void {
     this.#rawFrames.inc({ source: frame.source, outcome });
     if (outcome.startsWith('dropped')) {
-      logger.debug({ source: frame.source, bytes: frame.payload.length, outcome }, 'serial frame dropped: not LoRaWAN for a known device and no raw device configured');
+      this.#deps.logger.debug({ source: frame.source, bytes: frame.payload.length, outcome }, 'serial frame dropped: not LoRaWAN for a known device and no raw device configured');
     }
   }
 
