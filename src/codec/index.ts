@@ -5,6 +5,7 @@ import { isJsonObject } from './json.js';
 import { decodeAbcl, encodeAbcl, loadAbcl, type AbclDocumentCache, type CompiledAbcl } from './abcl/index.js';
 import { decodeCborDeviceState, encodeCborCommand } from './cbor.js';
 import { decodeJsonDeviceState, decodeJsonDeviceStateBytes, parseJsonObjectBytes } from './json-state.js';
+import { sharedParseProbe, type ScriptParseProbe } from './js/parse-probe.js';
 import { getQuickJSModule, JsCodec, type CodecDirection, type JsCodecLimits, type QuickJSWASMModule } from './js/index.js';
 
 export type { DecodeResult, EncodeResult, JsonValue, JsonObject } from './types.js';
@@ -27,6 +28,8 @@ export interface CodecLimits {
   abclCache?: AbclDocumentCache;
   /** QuickJS module to create runtimes from; the process-wide one by default. */
   quickjs?: QuickJSWASMModule;
+  /** Compiles JS scripts in a disposable module first; the process-wide one by default. */
+  parseProbe?: ScriptParseProbe;
 }
 
 export interface UplinkContext {
@@ -116,7 +119,20 @@ export async function compileCodec(settings: CodecSettings, limits: CodecLimits 
   if (wantsDownlinkJs && typeof downlink?.script !== 'string') errors.push('downlink.script is required for format js');
   if (errors.length === 0 && (wantsUplinkJs || wantsDownlinkJs)) {
     const module = limits.quickjs ?? (await getQuickJSModule());
+    // Parsed first where a stack overflow cannot harm the shared module (parse-probe.ts).
+    const probe = limits.parseProbe ?? sharedParseProbe();
+    const unsafe = new Map<string, string>();
+    for (const script of new Set([wantsUplinkJs ? settings.uplink.script! : undefined, wantsDownlinkJs ? downlink!.script! : undefined])) {
+      if (script === undefined) continue;
+      const problem = await probe.check(script);
+      if (problem !== undefined) unsafe.set(script, problem);
+    }
     const loadScript = (script: string, require: CodecDirection[], label: string): JsCodec | undefined => {
+      const problem = unsafe.get(script);
+      if (problem !== undefined) {
+        errors.push(`${label}: ${problem}`);
+        return undefined;
+      }
       const loaded = JsCodec.load(module, script, { limits: limits.js, require, variables: limits.variables, defaultPort: limits.defaultPort });
       errors.push(...prefixed(label, loaded.errors));
       warnings.push(...prefixed(label, loaded.warnings));

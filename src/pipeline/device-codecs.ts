@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ServiceError } from '../core/errors.js';
 import type { OutpostConfig } from '../core/config.js';
@@ -9,8 +7,9 @@ import type { Logger } from '../ops/logger.js';
 import type { Store, DeviceRecord } from '../store/store.js';
 import { AbclDocumentCache, compileCodec, type CodecSettings, type DeviceCodec } from '../codec/index.js';
 import { isPlainObject, member } from './messages.js';
+import { readCodecFile } from './codec-files.js';
 
-/** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/`. */
+/** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/` (codec-files.ts). */
 const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));
 
 export interface StoredCodecSettings {
@@ -18,16 +17,24 @@ export interface StoredCodecSettings {
   downlink?: { format: string; document?: unknown; script?: string; file?: string; port?: number };
 }
 
-function readReferencedFile(file: string, dataDir: string, where: string): string {
-  const candidates = isAbsolute(file) ? [file] : [resolve(dataDir, file), join(SHIPPED_ABCL_DIR, file)];
-  for (const path of candidates) {
-    try {
-      return readFileSync(path, 'utf8');
-    } catch {
-      // try the next place
+/**
+ * What a codec compiled from a file may say about itself: its problems quote the text they are
+ * about, and the file's text is never echoed (it could be any file an admin token points at), so
+ * they are replaced by one line that says how to see them on the gateway.
+ */
+function withoutFileContent(messages: string[], fileSides: Map<string, { file: string; format: string }>): string[] {
+  const out: string[] = [];
+  for (const message of messages) {
+    const side = [...fileSides.entries()].find(([dir]) => message.startsWith(`${dir} document`) || message.startsWith(`${dir} script`) || (message.startsWith('script:') && fileSides.size > 0));
+    if (!side) {
+      out.push(message);
+      continue;
     }
+    const [dir, { file, format }] = side;
+    const line = `${dir}.file ${JSON.stringify(file)} does not load as ${format === 'js' ? 'a JavaScript codec' : 'an ABCL document'}; run \`outpost codec check <file>\` on the gateway to see why (file content is never quoted here)`;
+    if (!out.includes(line)) out.push(line);
   }
-  throw new ServiceError('CODEC_INVALID', `${where}.file ${JSON.stringify(file)} not found in ${candidates.join(' or ')}`);
+  return out;
 }
 
 /** Validates the shape of a codec settings body (keys in any case) and returns it normalised. */
@@ -99,17 +106,21 @@ export class DeviceCodecs {
   /** Compiles settings (resolving `file` references); refuses with every problem listed. */
   async compile(settings: StoredCodecSettings): Promise<{ codec: DeviceCodec; warnings: string[]; version: string }> {
     const resolved = structuredClone(settings) as StoredCodecSettings;
+    const fileSides = new Map<string, { file: string; format: string }>();
     for (const [name, side] of [['uplink', resolved.uplink], ['downlink', resolved.downlink]] as const) {
-      if (!side?.file) continue;
-      const text = readReferencedFile(side.file, this.#config.dataDir, name);
+      if (side?.file === undefined) continue;
+      const text = readCodecFile(side.file, { dataDir: this.#config.dataDir, shippedDir: SHIPPED_ABCL_DIR }, name);
+      fileSides.set(name, { file: side.file, format: side.format });
       if (side.format === 'js') side.script = text;
       else side.document = text;
     }
     const result = await compileCodec(resolved as CodecSettings, { js: this.#config.codec.js, abclCache: this.#abclCache });
+    const warnings = withoutFileContent(result.warnings, fileSides);
     if (!result.ok || !result.codec) {
-      throw new ServiceError('CODEC_INVALID', `codec settings do not load (${result.errors.length} problem(s), listed in "errors")`, { details: { errors: result.errors, warnings: result.warnings } });
+      const errors = withoutFileContent(result.errors, fileSides);
+      throw new ServiceError('CODEC_INVALID', `codec settings do not load (${errors.length} problem(s), listed in "errors")`, { details: { errors, warnings } });
     }
-    return { codec: result.codec, warnings: result.warnings, version: codecVersion(resolved.uplink) };
+    return { codec: result.codec, warnings, version: codecVersion(resolved.uplink) };
   }
 
   /** Makes a compiled codec the device's active one, disposing the previous. */
