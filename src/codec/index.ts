@@ -6,6 +6,7 @@ import { decodeAbcl, encodeAbcl, loadAbcl, type AbclDocumentCache, type Compiled
 import { decodeCborDeviceState, encodeCborCommand } from './cbor.js';
 import { decodeJsonDeviceState, decodeJsonDeviceStateBytes, parseJsonObjectBytes } from './json-state.js';
 import { sharedParseProbe, type ScriptParseProbe } from './js/parse-probe.js';
+import { markModuleDamaged } from './js/quickjs-module.js';
 import { getQuickJSModule, JsCodec, type CodecDirection, type JsCodecLimits, type QuickJSWASMModule } from './js/index.js';
 
 export type { DecodeResult, EncodeResult, JsonValue, JsonObject } from './types.js';
@@ -133,7 +134,16 @@ export async function compileCodec(settings: CodecSettings, limits: CodecLimits 
         errors.push(`${label}: ${problem}`);
         return undefined;
       }
-      const loaded = JsCodec.load(module, script, { limits: limits.js, require, variables: limits.variables, defaultPort: limits.defaultPort });
+      let loaded: ReturnType<typeof JsCodec.load>;
+      try {
+        loaded = JsCodec.load(module, script, { limits: limits.js, require, variables: limits.variables, defaultPort: limits.defaultPort });
+      } catch (err) {
+        // Top-level code that exhausts Node's stack inside WebAssembly damages the module (quickjs-module.ts).
+        if (!(err instanceof RangeError)) throw err;
+        markModuleDamaged(module);
+        errors.push(`${label}: script exhausted the native stack while loading (nesting thousands of levels deep)`);
+        return undefined;
+      }
       errors.push(...prefixed(label, loaded.errors));
       warnings.push(...prefixed(label, loaded.warnings));
       if (loaded.codec !== undefined) jsCodecs.push(loaded.codec);
@@ -208,5 +218,5 @@ export { loadAbcl, decodeAbcl, encodeAbcl, AbclDocumentCache } from './abcl/inde
 export type { CompiledAbcl, AbclLoadResult } from './abcl/index.js';
 export { decodeCborDeviceState, encodeCborCommand } from './cbor.js';
 export { decodeJsonDeviceState } from './json-state.js';
-export { JsCodec, getQuickJSModule, createQuickJSModule, DEFAULT_JS_LIMITS } from './js/index.js';
+export { JsCodec, getQuickJSModule, createQuickJSModule, DEFAULT_JS_LIMITS, onSharedModuleDamaged } from './js/index.js';
 export type { JsCodecLimits } from './js/index.js';

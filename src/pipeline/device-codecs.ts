@@ -5,7 +5,7 @@ import type { OutpostConfig } from '../core/config.js';
 import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { Store, DeviceRecord } from '../store/store.js';
-import { AbclDocumentCache, compileCodec, type CodecSettings, type DeviceCodec } from '../codec/index.js';
+import { AbclDocumentCache, compileCodec, onSharedModuleDamaged, type CodecSettings, type DeviceCodec } from '../codec/index.js';
 import { isPlainObject, member } from './messages.js';
 import { readCodecFile } from './codec-files.js';
 
@@ -83,9 +83,17 @@ export class DeviceCodecs {
   readonly #config: OutpostConfig;
   readonly #logger: Logger;
 
+  readonly #unsubscribe: () => void;
+
   constructor(config: OutpostConfig, logger: Logger) {
     this.#config = config;
     this.#logger = logger;
+    // A JS codec that exhausted Node's stack inside the sandbox damages the module every JS codec
+    // shares; they are all compiled again in a fresh one (quickjs-module.ts).
+    this.#unsubscribe = onSharedModuleDamaged(() => {
+      logger.error({}, 'a JavaScript codec exhausted the native stack; reloading every JavaScript codec in a fresh sandbox module');
+      this.recompileAll().catch((err: unknown) => logger.error({ err }, 'reloading JavaScript codecs failed'));
+    });
   }
 
   /** How many devices have a compiled codec now. */
@@ -171,6 +179,7 @@ export class DeviceCodecs {
   }
 
   dispose(): void {
+    this.#unsubscribe();
     for (const entry of this.#compiled.values()) entry.codec.dispose();
     this.#compiled.clear();
   }

@@ -6,6 +6,7 @@ import type { DecodeResult, EncodeResult, JsonValue } from '../types.js';
 import { bytesToHex } from '../hex.js';
 import { CALL_SOURCE, DETECT_SOURCE, preludeSource } from './glue.js';
 import { resolveJsLimits, type JsCodecLimits } from './limits.js';
+import { isModuleDamaged, markModuleDamaged } from './quickjs-module.js';
 import {
   interpretDecodeUplink,
   interpretDecoder,
@@ -53,7 +54,8 @@ type CallOutcome =
   | { kind: 'ok'; value: JsonValue }
   | { kind: 'threw'; message: string }
   | { kind: 'invalid'; message: string }
-  | { kind: 'resource'; message: string };
+  | { kind: 'resource'; message: string }
+  | { kind: 'damaged'; message: string };
 
 interface EntryPoints {
   decodeUplink: boolean;
@@ -130,7 +132,15 @@ class Sandbox {
     const kindHandle = context.newString(kind);
     const inputHandle = context.newString(JSON.stringify(input));
     this.deadline = Date.now() + timeoutMs;
-    const result = context.callFunction(this.callFunction, context.undefined, kindHandle, inputHandle);
+    let result: ReturnType<QuickJSContext['callFunction']>;
+    try {
+      result = context.callFunction(this.callFunction, context.undefined, kindHandle, inputHandle);
+    } catch (err) {
+      // Node's own stack ran out inside the WebAssembly code (e.g. JSON.stringify of a value
+      // nested thousands deep): this runtime and its module are unusable from here on.
+      if (err instanceof RangeError) return { kind: 'damaged', message: 'codec exhausted the native stack (nesting thousands of levels deep); the sandbox is reloaded' };
+      throw err;
+    }
     kindHandle.dispose();
     inputHandle.dispose();
     if (result.error !== undefined) {
@@ -277,9 +287,17 @@ export class JsCodec {
   private invoke(entryPoint: string, input: unknown): CallOutcome {
     if (this.disposed) return { kind: 'threw', message: 'codec disposed' };
     if (this.disabledBecause !== undefined) return { kind: 'threw', message: 'codec disabled' };
+    if (isModuleDamaged(this.module)) return { kind: 'threw', message: 'codec sandbox is being reloaded after a stack overflow' };
     if (this.sandbox === undefined) {
       // Rebuilt lazily after a resource failure: the script's top-level code runs again.
-      const created = Sandbox.create(this.module, this.source, this.limits);
+      let created: ReturnType<typeof Sandbox.create>;
+      try {
+        created = Sandbox.create(this.module, this.source, this.limits);
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err;
+        markModuleDamaged(this.module);
+        return { kind: 'threw', message: 'codec exhausted the native stack while reloading; the sandbox is reloaded' };
+      }
       if (created.sandbox === undefined) {
         const message = created.error ?? 'sandbox rebuild failed';
         if (created.resource) this.noteResourceFailure(message);
@@ -288,6 +306,11 @@ export class JsCodec {
       this.sandbox = created.sandbox;
     }
     const outcome = this.sandbox.call(entryPoint, input, this.limits.timeoutMs);
+    if (outcome.kind === 'damaged') {
+      this.sandbox = undefined; // never touched again: its module is unusable
+      markModuleDamaged(this.module);
+      return { kind: 'threw', message: outcome.message };
+    }
     if (outcome.kind === 'resource') {
       // A runtime interrupted mid-allocation or out of memory may hold half-built state.
       this.sandbox.dispose();
@@ -309,7 +332,8 @@ export class JsCodec {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.sandbox?.dispose();
+    // A damaged module's memory is abandoned whole (freed with the module), not walked again.
+    if (!isModuleDamaged(this.module)) this.sandbox?.dispose();
     this.sandbox = undefined;
   }
 }

@@ -6,6 +6,11 @@
  * (measured: 100 × 1 MiB under a 16 MiB limit succeeded), so the budget is charged here by
  * wrapping the constructors; species lookups (slice, map, from …) go through the wrappers too
  * because each prototype's `constructor` is pointed at its wrapper.
+ *
+ * JSON.parse is wrapped too: QuickJS's parser recurses once per nesting level on Node's own stack
+ * (WebAssembly frames), so device bytes like `[[[…20 000…]]]` handed to JSON.parse by a codec
+ * would overflow it and damage the module (quickjs-module.ts). Text deeper than 1 000 levels is a
+ * SyntaxError instead; text shorter than that cannot be that deep and is not scanned.
  */
 export function preludeSource(bufferBudgetBytes: number): string {
   return `(function () {
@@ -40,6 +45,20 @@ export function preludeSource(bufferBudgetBytes: number): string {
       var result = original.apply(this, arguments); charge(result.byteLength); return result;
     }, writable: true, configurable: true });
   });
+  var originalParse = JSON.parse;
+  Object.defineProperty(JSON, 'parse', { value: function parse(text, reviver) {
+    var s = String(text);
+    if (s.length > 1000) {
+      for (var i = 0, depth = 0, inString = false; i < s.length; i++) {
+        var c = s.charCodeAt(i);
+        if (inString) { if (c === 92) i++; else if (c === 34) inString = false; }
+        else if (c === 34) inString = true;
+        else if (c === 91 || c === 123) { if (++depth > 1000) throw new SyntaxError('JSON nested deeper than 1000 levels'); }
+        else if (c === 93 || c === 125) depth--;
+      }
+    }
+    return originalParse(s, reviver);
+  }, writable: true, configurable: true });
   return function resetBudget() { var used = charged; charged = 0; return used; };
 })()`;
 }

@@ -29,11 +29,45 @@ export async function createQuickJSModule(options: QuickJSModuleOptions = {}): P
 // and instantiated once per process (it is large and immutable; every runtime is created from
 // it), so the promise is cached on first use. Runtimes themselves are never shared.
 let sharedModule: Promise<QuickJSWASMModule> | undefined;
+let sharedModuleValue: QuickJSWASMModule | undefined;
 
 /** The process-wide QuickJS module (synchronous release build, bounded heap), loaded lazily. */
 export function getQuickJSModule(): Promise<QuickJSWASMModule> {
-  sharedModule ??= createQuickJSModule();
+  if (!sharedModule) {
+    const created = createQuickJSModule();
+    sharedModule = created;
+    void created.then((module) => {
+      if (sharedModule === created) sharedModuleValue = module;
+    });
+  }
   return sharedModule;
+}
+
+// A module whose WebAssembly code overflowed Node's stack (a RangeError unwound through it) keeps
+// a wrong internal stack pointer: measured here, its runtimes then fail or misbehave. Such a
+// module is never used again; when it is the shared one, the next codec gets a fresh module and
+// the owners of codecs (DeviceCodecs) are told so they can reload theirs.
+const damagedModules = new WeakSet<QuickJSWASMModule>();
+const sharedDamageListeners = new Set<() => void>();
+
+export function markModuleDamaged(module: QuickJSWASMModule): void {
+  if (damagedModules.has(module)) return;
+  damagedModules.add(module);
+  if (module === sharedModuleValue) {
+    sharedModule = undefined;
+    sharedModuleValue = undefined;
+    for (const listener of sharedDamageListeners) listener();
+  }
+}
+
+export function isModuleDamaged(module: QuickJSWASMModule): boolean {
+  return damagedModules.has(module);
+}
+
+/** Called when the shared module was damaged; returns the unsubscribe function. */
+export function onSharedModuleDamaged(listener: () => void): () => void {
+  sharedDamageListeners.add(listener);
+  return () => sharedDamageListeners.delete(listener);
 }
 
 export type { QuickJSWASMModule };

@@ -1,0 +1,25 @@
+// `npm run fuzz`: every fuzz target with FUZZ_COUNT inputs (default 100 000) in-process, then
+// FUZZ_SOCKET_COUNT requests (default FUZZ_COUNT / 50) over HTTP to the compiled daemon.
+// FUZZ_SEED (default: random, printed) and FUZZ_ONLY=<substring,…> / FUZZ_START replay a finding.
+import { fuzzInProcess, fuzzOverSockets, type TargetReport } from './runner.js';
+
+const env = process.env;
+const count = Number(env.FUZZ_COUNT ?? 100_000);
+const seed = Number(env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const only = env.FUZZ_ONLY ? env.FUZZ_ONLY.split(',') : undefined;
+const start = Number(env.FUZZ_START ?? 0);
+const socketCount = Number(env.FUZZ_SOCKET_COUNT ?? Math.max(100, Math.floor(count / 50)));
+const log = (line: string) => console.log(line);
+
+console.log(`fuzz: ${count} inputs per target, seed ${seed}${only ? `, only ${only.join(',')}` : ''}`);
+const reports: TargetReport[] = await fuzzInProcess({ count, seed, only, start, log });
+if (!only || only.some((s) => 'http-socket'.includes(s))) reports.push(await fuzzOverSockets({ count: socketCount, seed, log }));
+
+console.log('\n| target | inputs | inputs/s | accepted | refused (4xx) | slowest batch of 16 / request, ms | peak RSS MB | findings |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const r of reports) {
+  console.log(`| ${r.target} | ${r.inputs} | ${r.perSecond.toFixed(0)} | ${r.accepted} | ${r.refused} | ${r.slowestMs.toFixed(1)} | ${r.peakRssMb.toFixed(0)} | ${r.findings.length} |`);
+}
+const findings = reports.flatMap((r) => r.findings);
+for (const f of findings.slice(0, 20)) console.log(`FINDING ${f.target} #${f.index}: ${f.error}`);
+process.exit(findings.length > 0 ? 1 : 0);

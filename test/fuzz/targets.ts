@@ -1,0 +1,316 @@
+// Fuzz targets: every parser a device or the network reaches (except raw MQTT packets, fuzzed with
+// the MQTT door), driven in-process through the same functions the doors call, against a real
+// Daemon (real SQLite file in a temp dir, real codecs, real pipeline), without sockets for volume.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Encoder } from 'cbor-x';
+import { Daemon } from '../../src/daemon.js';
+import { loadConfig } from '../../src/core/config.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { isServiceError } from '../../src/core/errors.js';
+import type { Principal } from '../../src/core/access.js';
+import type { DeviceRecord } from '../../src/store/store.js';
+import { decodeBody } from '../../src/transport/http/body.js';
+import { parseMqttAssetState, stateFromMessage } from '../../src/pipeline/messages.js';
+import { setDeviceCodec } from '../../src/pipeline/device-codecs.js';
+import { ROOT } from '../helpers/daemon.js';
+import { Rng, mutateBytes, mutateText, randomCbor, randomCborDeviceState, randomString, randomValue, toJsonText } from './generators.js';
+
+/** One input's outcome: accepted, refused with a 4xx ServiceError, or a finding (anything else). */
+export type Outcome = 'accepted' | 'refused';
+
+export interface FuzzTarget {
+  name: string;
+  /** Builds one input from the generator and runs it; throws on a finding. */
+  run(rng: Rng): Promise<Outcome>;
+}
+
+/** Profiles of the fuzzed assets: one per rule the validator has. */
+export const FUZZ_ASSETS: Array<{ name: string; profile: Record<string, unknown> }> = [
+  { name: 'n', profile: { type: 'number', minimum: -40, maximum: 85 } },
+  { name: 'i', profile: { type: 'integer' } },
+  { name: 's', profile: { type: 'string', enum: ['on', 'off'] } },
+  { name: 'pat', profile: { type: 'string', pattern: '^(a|aa)+$' } },
+  { name: 'b', profile: { type: 'boolean' } },
+  { name: 'obj', profile: { type: 'object', properties: { lat: { type: 'number', maximum: 90 }, lng: { type: 'number' }, tag: { type: 'string', pattern: '^[A-F0-9]+$' } }, required: ['lat'] } },
+  { name: 'arr', profile: { type: 'array', items: { type: 'number' } } },
+  { name: 'any', profile: { type: 'object' } },
+];
+
+const cborEncoder = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
+
+/** The refusal must be a ServiceError below 500: anything else is a finding. */
+function classify(err: unknown): Outcome {
+  if (isServiceError(err) && err.status < 500) return 'refused';
+  throw err;
+}
+
+async function settle(run: () => Promise<unknown> | unknown): Promise<Outcome> {
+  try {
+    await run();
+    return 'accepted';
+  } catch (err) {
+    return classify(err);
+  }
+}
+
+/** A message envelope around a random or mutated value, as JSON text. */
+function jsonStateText(rng: Rng): string {
+  const value = randomValue(rng);
+  const message = rng.chance(0.8) ? { value, ...(rng.chance(0.3) ? { at: rng.pick([randomValue(rng), '0050-06-01T12:00:00Z', '2026-11-21T10:00:00+01:00']) } : {}) } : value;
+  const text = toJsonText(message);
+  return rng.chance(0.6) ? mutateText(rng, text) : text;
+}
+
+function jsonDeviceStateText(rng: Rng): string {
+  const message: Record<string, unknown> = {};
+  for (let i = rng.int(5); i > 0; i--) {
+    const name = rng.chance(0.8) ? rng.pick(FUZZ_ASSETS).name : randomString(rng, rng.int(6));
+    Object.defineProperty(message, name, { value: rng.chance(0.7) ? { value: randomValue(rng) } : randomValue(rng), enumerable: true, writable: true, configurable: true });
+  }
+  const text = toJsonText(message);
+  return rng.chance(0.5) ? mutateText(rng, text) : text;
+}
+
+function cborStateBytes(rng: Rng): Uint8Array {
+  let bytes: Uint8Array;
+  if (rng.chance(0.5)) bytes = new Uint8Array(cborEncoder.encode({ value: randomValue(rng) }));
+  else {
+    const key = Buffer.from('value');
+    bytes = Uint8Array.from([0xa1, 0x65, ...key, ...randomCbor(rng)]);
+  }
+  return rng.chance(0.5) ? mutateBytes(rng, bytes) : bytes;
+}
+
+const ABCL_DOCS = ['environment-sensor.abcl.json', 'counter.abcl.json', 'door-sensor.abcl.json', 'tracker.abcl.json', 'dimmer.abcl.json'].map((f) => readFileSync(join(ROOT, 'abcl', f), 'utf8'));
+const JS_SCRIPTS = [
+  'function decodeUplink(input) { return { data: { n: input.bytes[0] - 40, i: input.bytes.length, arr: input.bytes.slice(0, 4) } }; }',
+  'function Decoder(bytes, port) { return { obj: { lat: bytes[0], lng: bytes[1] || 0 }, b: !!bytes[2] }; }',
+  'function decodeUplink(input) { var s = ""; for (var i = 0; i < input.bytes.length; i++) s += String.fromCharCode(input.bytes[i]); return { data: JSON.parse(s) }; }',
+];
+
+/** Codec settings bodies: formats, documents, scripts and file references, each mutated. */
+function codecSettingsBody(rng: Rng): unknown {
+  const format = rng.pick(['auto', 'json', 'cbor', 'abcl', 'js', 'xml', '', 'ABCL']);
+  const uplink: Record<string, unknown> = { format };
+  switch (rng.int(5)) {
+    case 0:
+      uplink.document = rng.chance(0.5) ? mutateText(rng, rng.pick(ABCL_DOCS)) : rng.pick(ABCL_DOCS);
+      break;
+    case 1:
+      // Few JS scripts: each costs a sandbox (milliseconds), the rest of the target is cheap.
+      if (rng.chance(0.15)) uplink.script = rng.chance(0.7) ? mutateText(rng, rng.pick(JS_SCRIPTS)) : rng.pick(JS_SCRIPTS);
+      else uplink.script = randomValue(rng);
+      break;
+    case 2:
+      uplink.file = rng.pick(['environment-sensor.abcl.json', '/etc/passwd', '../../../../etc/shadow', 'outpost.db', '/dev/zero', '/proc/self/environ', 'abcl/../../package.json', 'counter.abcl.json\0.js', randomString(rng, 8) + '.json', '']);
+      break;
+    case 3:
+      uplink.document = randomValue(rng);
+      break;
+    default:
+      return rng.chance(0.5) ? randomValue(rng) : { uplink: randomValue(rng), downlink: randomValue(rng) };
+  }
+  const body: Record<string, unknown> = { uplink };
+  if (rng.chance(0.3)) body.downlink = { format: rng.pick(['cbor', 'abcl', 'js', 'x']), port: rng.pick([1, 0, 224, -1, 1.5, '2']), document: rng.pick(ABCL_DOCS) };
+  return body;
+}
+
+/** Random profiles: the validated keywords with values of every type, nested, patterns included. */
+function randomProfile(rng: Rng, depth = 0): unknown {
+  if (rng.chance(0.1)) return randomValue(rng);
+  const profile: Record<string, unknown> = { type: rng.pick(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null', 'String', 7]) };
+  if (rng.chance(0.3)) profile.pattern = rng.pick(['^(a+)+$', '^(a|a?)+$', '(.*a){20}', '(?=x)', '(a)\\1', '\\u0041+', '[', 'a{1001}', '((a{100}){100}){100}', '\\p{L}+', '^\\d{4}$', randomString(rng, 6)]);
+  if (rng.chance(0.2)) profile.enum = rng.chance(0.8) ? [randomValue(rng), randomValue(rng)] : randomValue(rng);
+  if (rng.chance(0.2)) profile.minimum = rng.pick([0, -1e308, 1.5, '3', null, Infinity]);
+  if (rng.chance(0.2)) profile.maximum = rng.pick([100, 1e308, -0, 'x']);
+  if (rng.chance(0.3) && depth < 4) {
+    const properties: Record<string, unknown> = {};
+    for (let i = rng.int(3); i >= 0; i--) {
+      Object.defineProperty(properties, rng.pick(['lat', '__proto__', 'constructor', 'toString', 'a', '', randomString(rng, 4)]), { value: randomProfile(rng, depth + 1), enumerable: true, writable: true, configurable: true });
+    }
+    profile.properties = properties;
+  }
+  if (rng.chance(0.2)) profile.required = rng.chance(0.8) ? ['lat', 'constructor', '__proto__'].slice(0, rng.int(3) + 1) : randomValue(rng);
+  if (rng.chance(0.2) && depth < 4) profile.items = randomProfile(rng, depth + 1);
+  if (rng.chance(0.1)) profile.unit = randomString(rng, 3);
+  return profile;
+}
+
+export interface FuzzHarness {
+  targets: FuzzTarget[];
+  daemon: Daemon;
+  close(): Promise<void>;
+}
+
+/** A real daemon (no doors opened) on a temp data dir, with a device per codec kind. */
+export async function createHarness(): Promise<FuzzHarness> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'outpost-fuzz-'));
+  const config = loadConfig({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
+  config.http.enabled = false;
+  config.mqtt.enabled = false;
+  // The parsers are under test, not the disk: no fsync per commit.
+  config.store.synchronous = 'normal';
+  const daemon = new Daemon(config, createLogger('silent'));
+  const { registry, pipeline, decoders, catalog, store, codecs, clock } = daemon;
+
+  const makeDevice = (name: string): { device: DeviceRecord; principal: Principal } => {
+    const { device, token } = registry.createDevice({ name });
+    for (const asset of FUZZ_ASSETS) registry.createAsset(device.id, { name: asset.name, is: 'sensor', profile: asset.profile });
+    return { device, principal: catalog.principalForSecret(token)! };
+  };
+  const plain = makeDevice('plain');
+  const abcl = makeDevice('abcl');
+  const js = makeDevice('js');
+  const scratch = makeDevice('scratch');
+  // Codec devices get the assets their codec names too.
+  for (const name of ['temperature', 'humidity', 'battery', 'count', 'open']) registry.createAsset(abcl.device.id, { name, is: 'sensor', profile: { type: 'number' } });
+  await setDeviceCodec(store, codecs, clock, abcl.device, { uplink: { format: 'abcl', file: 'environment-sensor.abcl.json' } });
+  await setDeviceCodec(store, codecs, clock, js.device, { uplink: { format: 'js', script: JS_SCRIPTS[2] } });
+  catalog.invalidate();
+  const assetNames = FUZZ_ASSETS.map((a) => a.name);
+  const device = (d: { device: DeviceRecord }) => catalog.device(d.device.id)!;
+
+  const deviceState = (who: { device: DeviceRecord; principal: Principal }, bytes: Uint8Array, kind: 'json' | 'cbor' | 'binary') =>
+    pipeline.publishDeviceState({
+      principal: who.principal,
+      deviceId: who.device.id,
+      decode: (d, receivedAt) => decoders.decode(d, bytes, kind, 'body', 'fuzz', receivedAt),
+      source: 'fuzz',
+      topic: 'fuzz',
+    });
+
+  let scratchNames = 0;
+  const targets: FuzzTarget[] = [
+    {
+      name: 'http-json-asset-state',
+      run: (rng) => {
+        const bytes = Buffer.from(jsonStateText(rng), 'utf8');
+        return settle(() =>
+          pipeline.publishAssetState({
+            principal: plain.principal,
+            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
+            parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, 'json', limits.jsonDepth), false, 'body'),
+            source: 'fuzz',
+            topic: 'fuzz',
+          }),
+        );
+      },
+    },
+    {
+      name: 'http-cbor-asset-state',
+      run: (rng) => {
+        const bytes = Buffer.from(cborStateBytes(rng));
+        return settle(() =>
+          pipeline.publishAssetState({
+            principal: plain.principal,
+            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
+            parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, 'cbor', limits.jsonDepth), false, 'body'),
+            source: 'fuzz',
+            topic: 'fuzz',
+          }),
+        );
+      },
+    },
+    {
+      name: 'mqtt-asset-payload',
+      run: (rng) => {
+        const text = rng.chance(0.3) ? `${rng.int(2e9)}|${mutateText(rng, toJsonText(randomValue(rng)) ?? '')}` : jsonStateText(rng);
+        const payload = Buffer.from(text, 'utf8');
+        return settle(() =>
+          pipeline.publishAssetState({
+            principal: plain.principal,
+            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
+            parse: (asset, limits) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`, limits.jsonDepth),
+            echo: payload,
+            source: 'fuzz',
+            topic: 'fuzz',
+          }),
+        );
+      },
+    },
+    {
+      name: 'json-device-state',
+      run: (rng) => settle(() => deviceState(plain, Buffer.from(jsonDeviceStateText(rng), 'utf8'), 'json')),
+    },
+    {
+      name: 'cbor-device-state',
+      run: (rng) => {
+        const bytes = randomCborDeviceState(rng, assetNames);
+        return settle(() => deviceState(plain, rng.chance(0.5) ? mutateBytes(rng, bytes) : bytes, 'cbor'));
+      },
+    },
+    {
+      name: 'octet-stream-abcl-codec',
+      run: (rng) => {
+        const bytes = rng.chance(0.3) ? Uint8Array.from(Buffer.from('66085B100E', 'hex')) : Uint8Array.from({ length: rng.int(24) }, () => rng.int(256));
+        return settle(() => deviceState({ ...abcl, device: device(abcl) }, rng.chance(0.5) ? mutateBytes(rng, bytes) : bytes, 'binary'));
+      },
+    },
+    {
+      name: 'octet-stream-js-codec',
+      run: (rng) => {
+        const text = rng.chance(0.7) ? jsonDeviceStateText(rng) : randomString(rng, rng.int(30));
+        return settle(() => deviceState({ ...js, device: device(js) }, Buffer.from(text, 'utf8'), 'binary'));
+      },
+    },
+    {
+      name: 'codec-settings',
+      run: (rng) => {
+        const body = codecSettingsBody(rng);
+        return settle(async () => {
+          await setDeviceCodec(store, codecs, clock, device(scratch), body);
+          catalog.invalidate();
+        });
+      },
+    },
+    {
+      name: 'asset-names',
+      run: (rng) => {
+        const name = rng.chance(0.5) ? randomString(rng, rng.int(70)) : rng.pick(['\ud800', 'x\udfff', 'a/b', 'a b', '$x', '#', '😀'.repeat(33), 'ok', '__proto__', 'constructor', '']);
+        return settle(() => {
+          const created = rng.chance(0.5)
+            ? registry.createAsset(scratch.device.id, { name, is: 'sensor', profile: { type: 'number' } })
+            : registry.upsertAsset(scratch.device.id, name, { profile: { type: 'number' } }).asset;
+          // What was created must read back as exactly that name, and then go away again.
+          const stored = store.getAssetByName(scratch.device.id, name);
+          if (!stored || stored.name !== name) throw new Error(`asset name ${JSON.stringify(name)} stored as ${JSON.stringify(stored?.name)}`);
+          registry.deleteAsset(scratch.device.id, created.name);
+        });
+      },
+    },
+    {
+      name: 'profiles',
+      run: async (rng) => {
+        const name = `p${scratchNames++ % 8}`;
+        const outcome = await settle(() => registry.upsertAsset(scratch.device.id, name, { profile: randomProfile(rng) }));
+        // Whatever was accepted must validate values without failing.
+        if (outcome === 'accepted') {
+          for (let i = 0; i < 3; i++) {
+            const value = randomValue(rng);
+            await settle(() =>
+              pipeline.publishAssetState({
+                principal: scratch.principal,
+                target: { deviceId: scratch.device.id, assetName: name },
+                parse: () => ({ value: value as never }),
+                source: 'fuzz',
+                topic: 'fuzz',
+              }),
+            );
+          }
+        }
+        return outcome;
+      },
+    },
+  ];
+  return {
+    targets,
+    daemon,
+    async close() {
+      await daemon.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
