@@ -227,7 +227,8 @@ describe('sandbox', () => {
       const bomb = codec.decode(hex(bombPayload));
       assert.equal(bomb.errors.length, 1, bombPayload);
       assert.match(bomb.errors[0]!, /ran out of memory/, bombPayload);
-      assert.ok(performance.now() - started < 2000, bombPayload);
+      // Generous: only a runaway bomb takes this long, and the test machine may be heavily loaded.
+      assert.ok(performance.now() - started < 15_000, bombPayload);
     }
     // The script's top-level code ran again: its global counter restarted.
     assert.deepEqual(codec.decode(hex('00')).states, { calls: { value: 1 } });

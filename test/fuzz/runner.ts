@@ -41,6 +41,15 @@ export interface TargetReport {
 }
 
 const MB = 1024 * 1024;
+
+/** Percent-encoding of any string; one with a lone surrogate has no UTF-8 form, so its bytes are made up. */
+function percentEncoded(text: string): string {
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    return '%ED%A0%80';
+  }
+}
 const BATCH = 16;
 
 export async function fuzzInProcess(options: FuzzOptions): Promise<TargetReport[]> {
@@ -152,7 +161,7 @@ export async function fuzzOverSockets(options: FuzzOptions): Promise<TargetRepor
           };
           break;
         default:
-          request = { method: rng.pick(['GET', 'PUT', 'DELETE']), path: `${devicePath}/asset/${rng.pick(['%ED%A0%80', '%FF', '%', 'a%2Fb', encodeURIComponent(randomString(rng, 5))])}`, token: device.token };
+          request = { method: rng.pick(['GET', 'PUT', 'DELETE']), path: `${devicePath}/asset/${rng.pick(['%ED%A0%80', '%FF', '%', 'a%2Fb', percentEncoded(randomString(rng, 5))])}`, token: device.token };
       }
       const t0 = performance.now();
       try {
