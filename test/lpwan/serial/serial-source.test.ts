@@ -234,7 +234,10 @@ test('garbage, malformed reports and half lines are skipped; the packets among t
     await t.sim.waitFor(() => t.frames.length === 2, 'the packet after the noise');
     assert.deepEqual(t.frames[1]!.payload, UPLINK);
     await t.sim.waitFor(() => t.sim.receiving, 're-armed');
+    t.sim.write('radio_err\r\n'); // the receive failed: armed again
+    await t.sim.waitFor(() => t.sim.receiving, 're-armed after radio_err');
     const detail = t.source.health().detail!;
+    assert.equal(detail.receiveErrors, 1);
     assert.equal(detail.malformedReports, 1);
     assert.equal(detail.inits, 1, 'the noise never made the modem need a new init');
     assert.ok((detail.ignoredLines as number) >= 3, JSON.stringify(detail));
