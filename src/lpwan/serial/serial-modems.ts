@@ -73,20 +73,23 @@ export class SerialModems {
    */
   routeAllFramesRaw(): void {
     for (const source of this.sources) {
-      source.onFrame((frame) => {
-        if (!this.claimRaw(frame)) this.#count(frame, 'dropped_no_device');
-      });
+      source.onFrame((frame) => void this.claimRaw(frame));
     }
   }
 
   /**
    * A frame that is not LoRaWAN for a known device: true when it came from one of these modems and
-   * that modem names a `device` (it is then decoded and stored, asynchronously); false leaves it to
-   * the caller to count and drop.
+   * that modem names a `device` (it is then decoded and stored, asynchronously); false when it is
+   * not theirs (a packet forwarder's) or the modem has no `device` (counted here as dropped; the
+   * caller may count it by its own reason too).
    */
   claimRaw(frame: RadioFrame): boolean {
     const route = this.#routes.get(frame.source);
-    if (!route?.deviceId) return false;
+    if (!route) return false;
+    if (!route.deviceId) {
+      this.#count(frame, 'dropped_no_device');
+      return false;
+    }
     const work = this.#storeRaw(frame, route.deviceId, route.decoder);
     this.#inFlight.add(work);
     void work.finally(() => this.#inFlight.delete(work));
