@@ -219,6 +219,30 @@ describe('subscriptions per connection (defect 15)', () => {
   });
 });
 
+describe('refused states over QoS 1 are acknowledged and reported, never a dropped connection (defects 5 and 6)', () => {
+  const deep = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+  test('a 32 000-deep nested array: PUBACK, an errors report, nothing stored, the connection stays — asset state and device state', async () => {
+    const created = await api(daemon.url, 'POST', `/device/${dev.id}/assets`, { token: dev.token, json: { name: 'list', is: 'sensor', profile: { type: 'array' } } });
+    assert.equal(created.status, 201, created.text);
+    const c = await mqttClient(dev.token);
+    await c.subscribeCode(`device/${dev.id}/errors`);
+    const reports = () => c.received.filter((m) => m.topic === `device/${dev.id}/errors`).map((m) => JSON.parse(m.text));
+
+    await within(c.client.publishAsync(`device/${dev.id}/asset/list/state`, `{"value": ${deep(32_000)}}`, { qos: 1 }), 10_000, 'no PUBACK for the asset state');
+    await eventually(() => reports().some((r) => r.topic === `device/${dev.id}/asset/list/state`), 5000, 'asset state not reported');
+    assert.ok(c.client.connected);
+
+    await within(c.client.publishAsync(`device/${dev.id}/state`, `{"temp": 5, "list": {"value": ${deep(32_000)}}}`, { qos: 1 }), 10_000, 'no PUBACK for the device state');
+    await eventually(() => reports().some((r) => r.topic === `device/${dev.id}/state`), 5000, 'device state not reported');
+    assert.ok(c.client.connected);
+    for (const r of reports()) assert.notEqual(r.code, 'INTERNAL', JSON.stringify(r));
+    const list = await api(daemon.url, 'GET', `/device/${dev.id}/asset/list/state`, { token: dev.token });
+    assert.equal(list.status, 404, 'nothing stored for the deep value');
+    await stillServes();
+  });
+});
+
 function varint(n: number): number[] {
   const out: number[] = [];
   do {

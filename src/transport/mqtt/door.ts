@@ -22,7 +22,7 @@ import { RetainedFeed, feedMessage } from './retained-feed.js';
 import { MqttCommandSink } from './command-sink.js';
 import { createFanout } from './fanout.js';
 import { guardPacketSizes, PUBLISH_HEADER_ROOM, type PacketLimits, type PacketViolation } from './packet-guard.js';
-import { assetTopic, errorsTopic, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
+import { assetTopic, errorsTopic, filterMatches, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
 
 export interface MqttDoorDeps {
   config: OutpostConfig['mqtt'];
@@ -369,13 +369,15 @@ export class MqttDoor {
   }
 
   /**
-   * Whether anyone could be subscribed to a topic of this device: its own sessions or an app's. A
-   * cheap conservative test that saves the broker's routing work for the (common) case of nobody.
+   * Whether a session holds a filter matching this topic of the device: only its own sessions and
+   * applications' may (the ACL). Publishing through aedes costs a packet, a persistence lookup and a
+   * routing match per message; the common cases — nobody subscribed, or a device subscribed to its
+   * commands only — skip all of that for the echo, feed and errors messages nobody would get.
    */
-  #mayHaveSubscribers(deviceId: string): boolean {
+  #hasSubscriber(deviceId: string, topic: string): boolean {
     const own = this.#byDevice.get(deviceId);
-    if (own) for (const client of own) if (hasSubscriptions(client)) return true;
-    for (const client of this.#appClients) if (hasSubscriptions(client)) return true;
+    if (own) for (const client of own) if (subscribedTo(client, topic)) return true;
+    for (const client of this.#appClients) if (subscribedTo(client, topic)) return true;
     return false;
   }
 
@@ -653,9 +655,10 @@ export class MqttDoor {
     const deviceId = event.device.id;
     const name = event.asset.name;
     this.retained.offer(deviceId, name, event.at, event.valueJson);
-    if (!this.#mayHaveSubscribers(deviceId)) return;
-    this.#publish(assetTopic(deviceId, name, 'state'), echoPayload(event), 1);
-    this.#publish(assetTopic(deviceId, name, 'feed'), feedPayload(event), 1);
+    const echo = assetTopic(deviceId, name, 'state');
+    if (this.#hasSubscriber(deviceId, echo)) this.#publish(echo, echoPayload(event), 1);
+    const feed = assetTopic(deviceId, name, 'feed');
+    if (this.#hasSubscriber(deviceId, feed)) this.#publish(feed, feedPayload(event), 1);
   }
 
   #publishRefusal(event: RefusalEvent): void {
@@ -667,7 +670,8 @@ export class MqttDoor {
    * mqtt.errorsPerSecond; the next delivered report says how many were held back (`dropped`).
    */
   #publishError(deviceId: string, error: { at: number; topic: string; code: string; error: string; assets?: AssetRefusal[]; more?: number }): void {
-    if (!this.#mayHaveSubscribers(deviceId)) return;
+    const topic = errorsTopic(deviceId);
+    if (!this.#hasSubscriber(deviceId, topic)) return;
     if (this.#errorReports.take(deviceId, this.#deps.clock.now()) > 0) {
       this.#droppedReports.set(deviceId, (this.#droppedReports.get(deviceId) ?? 0) + 1);
       this.#reportsDropped.inc();
@@ -681,7 +685,7 @@ export class MqttDoor {
       report.dropped = dropped;
       this.#droppedReports.delete(deviceId);
     }
-    this.#publish(errorsTopic(deviceId), JSON.stringify(report), 1);
+    this.#publish(topic, JSON.stringify(report), 1);
   }
 }
 
@@ -698,8 +702,8 @@ function countUpTo(obj: object, limit: number): number {
   return n;
 }
 
-function hasSubscriptions(client: Client): boolean {
-  for (const _ in (client as unknown as { subscriptions: object }).subscriptions) return true;
+function subscribedTo(client: Client, topic: string): boolean {
+  for (const filter in (client as unknown as { subscriptions: object }).subscriptions) if (filterMatches(filter, topic)) return true;
   return false;
 }
 
