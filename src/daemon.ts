@@ -29,6 +29,10 @@ import { bindError, loadTlsFiles, type ListenerKeys } from './transport/bind-err
 import { programVersion } from './version.js';
 import { UpstreamSync } from './sync/upstream-sync.js';
 import { SerialModems } from './lpwan/serial/serial-modems.js';
+import { GatewayRegistry } from './sync/central/gateway-registry.js';
+import { CatalogIntake } from './sync/central/catalog-intake.js';
+import { GatewayHub } from './sync/central/gateway-hub.js';
+import { gatewayRoutes } from './transport/http/gateway-routes.js';
 
 export interface DaemonPorts {
   http?: number;
@@ -69,6 +73,9 @@ export class Daemon {
   #mqtt: MqttDoor | undefined;
   /** Upstream sync, when `upstream.url` is set (docs/sync.md). */
   readonly upstream: UpstreamSync | undefined;
+  /** Central role: the gateways, their sessions and the commands that wait for them (docs/sync.md). */
+  readonly gateways: GatewayRegistry | undefined;
+  readonly #hub: GatewayHub | undefined;
   #timers: NodeJS.Timeout[] = [];
   #control: ControlServer | undefined;
   #ports: DaemonPorts = {};
@@ -110,6 +117,16 @@ export class Daemon {
     this.catalog.on('externalChange', () => {
       this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
     });
+    if (config.role === 'central') {
+      const gateways = (this.gateways = new GatewayRegistry(this.catalog, this.registry, clock));
+      const intake = new CatalogIntake(this.catalog, this.registry, gateways.store, clock);
+      const hub = (this.#hub = new GatewayHub({ catalog: this.catalog, gateways, intake, clock, logger }));
+      this.commands.addSink(hub);
+      this.metrics.gauge('outpost_sync_duplicates_total', 'States a gateway sent again that were already held (acknowledged, not stored twice)', () => this.pipeline.duplicates);
+      this.metrics.gauge('outpost_gateways_connected', 'Gateways with an MQTT session now', () => hub.connectedCount);
+      this.metrics.gauge('outpost_gateway_commands_queued_total', 'Commands kept for an offline gateway', () => hub.commandsQueued);
+      this.metrics.gauge('outpost_gateway_refusals_total', 'Gateway messages refused on gateway/<id>/errors', () => hub.refusals);
+    }
     if (config.upstream.url) {
       this.upstream = new UpstreamSync({
         config: config.upstream,
@@ -192,16 +209,18 @@ export class Daemon {
    */
   health(): { status: HealthStatus } & Record<string, unknown> {
     const store = this.store.health.report();
+    const upstream = this.upstream?.health();
+    // A link that is down degrades, never fails: states wait in the outbox (docs/sync.md).
+    const linkDown = store.status === 'ok' && upstream?.link === 'down';
     return {
-      status: store.status,
-      ...(store.reason ? { reason: `store: ${store.reason}` } : {}),
+      status: linkDown ? 'degraded' : store.status,
+      ...(store.reason ? { reason: `store: ${store.reason}` } : linkDown ? { reason: 'upstream: link down, states wait in the outbox' } : {}),
       store: { ...store, bytes: this.store.sizeBytes(), maxBytes: this.config.store.maxBytes },
       version: this.#version,
       role: this.config.role,
       uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
       schemaVersion: this.store.db.pragma('user_version', { simple: true }),
-      // A link that is down degrades nothing here: states are kept in the outbox (docs/sync.md).
-      ...(this.upstream ? { upstream: upstreamHealthView(this.upstream.health()) } : {}),
+      ...(upstream ? { upstream: upstreamHealthView(upstream) } : {}),
       ...(this.serialModems.sources.length > 0 ? { serial: this.serialModems.health() } : {}),
     };
   }
@@ -270,7 +289,7 @@ export class Daemon {
           clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
-        }), ...consoleRoutes(live, this.codecs)],
+        }), ...consoleRoutes(live, this.codecs), ...(this.gateways && this.#hub ? gatewayRoutes(this.gateways, (id) => this.#hub!.connected(id)) : [])],
         catalog: this.catalog,
         rateLimiter: this.rateLimiter,
         clock: this.clock,
@@ -297,7 +316,10 @@ export class Daemon {
         metrics: this.metrics,
         logger: this.logger,
         clock: this.clock,
+        gateways: this.#hub,
       });
+      const mqtt = this.#mqtt;
+      this.#hub?.attach((topic, payload, retain) => mqtt.publishAsService(topic, payload, retain));
       const { host, port, tls } = this.config.mqtt;
       try {
         Object.assign(ports, await this.#mqtt.start());

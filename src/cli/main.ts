@@ -16,11 +16,13 @@ import { Daemon } from '../daemon.js';
 import { ServiceHooks } from '../ops/service.js';
 import { programVersion } from '../version.js';
 import { formatTable } from './table.js';
+import { SYNC_USAGE, runSyncCommand } from './sync-commands.js';
 
 const USAGE = `usage: outpost <command> [options]
 
   run [--config FILE] [--data DIR]                  start the daemon
-  device create --name N [--title T] [--json]       register a device; prints its ID and token (once)
+  device create --name N [--title T] [--id ID] [--gateway GatewayID] [--json]
+                                                    register a device; prints its ID and token (once)
   device list [--json]
   device show <DeviceID> [--json]
   device delete <DeviceID>
@@ -34,6 +36,7 @@ const USAGE = `usage: outpost <command> [options]
   token revoke <TokenID>
   state get <DeviceID> <AssetName> [--json]
   codec check|decode|encode ...                      see docs/codecs.md
+${SYNC_USAGE}
   status [--json]                                   ask the running daemon (version, uptime, counts, radio, upstream)
   doctor [--json]                                   check config, ports, data dir, database, disk, radio, upstream, clock
   backup FILE                                       online backup of the database (while the daemon runs)
@@ -136,6 +139,10 @@ export async function main(argv: string[]): Promise<number> {
       downlink: { type: 'string' },
       'downlink-file': { type: 'string' },
       port: { type: 'string' },
+      id: { type: 'string' },
+      gateway: { type: 'string' },
+      before: { type: 'string' },
+      yes: { type: 'boolean', default: false },
     },
   });
   const config = configFrom(values);
@@ -143,12 +150,15 @@ export async function main(argv: string[]): Promise<number> {
   const json = values.json === true;
   const show = (data: unknown, human: () => string) => write(json ? JSON.stringify(data, null, 2) : human());
 
+  if (command === 'gateway' || command === 'outbox') {
+    return runSyncCommand({ command, sub, positionals, values, config, show, usage: (message) => new UsageError(message) });
+  }
   switch (`${command} ${command === 'run' ? '' : (sub ?? '')}`.trim()) {
     case 'run':
       return runDaemon(config, { file: values.config, dataDir: values.data });
     case 'device create':
       return withRegistry(config, (registry) => {
-        const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title });
+        const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title, id: values.id, gateway: values.gateway });
         show({ id: device.id, token }, () => `device ${device.id} created\ntoken: ${token}\n(the token is shown only now; keep it)`);
         return 0;
       });

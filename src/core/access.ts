@@ -8,6 +8,10 @@ export interface Principal {
   /** The device a device token belongs to. */
   deviceId: string | null;
   scopes: readonly Scope[];
+  /** A `gateway:` token's gateway (central role): it has the device rights of every device behind it. */
+  gatewayId?: string | null;
+  /** For a gateway token: whether a device is behind that gateway now (read through the catalog cache). */
+  ownsDevice?: (deviceId: string) => boolean;
 }
 
 const hasScope = (p: Principal, scope: Scope) => p.kind === 'app' && p.scopes.includes(scope);
@@ -17,7 +21,8 @@ export const isAdmin = (p: Principal) => hasScope(p, 'admin');
 /** Admin implies read: managing devices means seeing them. */
 export const canReadAny = (p: Principal) => hasScope(p, 'read') || isAdmin(p);
 
-export const isOwnDevice = (p: Principal, deviceId: string) => p.kind === 'device' && p.deviceId === deviceId;
+export const isOwnDevice = (p: Principal, deviceId: string) =>
+  p.kind === 'device' ? p.deviceId === deviceId : p.kind === 'gateway' && p.ownsDevice !== undefined && p.ownsDevice(deviceId);
 
 export const canReadDevice = (p: Principal, deviceId: string) => isOwnDevice(p, deviceId) || canReadAny(p);
 

@@ -105,6 +105,8 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
   readonly limits: InputLimits;
   statesAccepted = 0;
   statesRefused = 0;
+  /** States a gateway sent again that were already held (central role). */
+  duplicates = 0;
 
   constructor(catalog: Catalog, writer: StateWriter, clock: Clock, limits: InputLimits = { jsonDepth: DEFAULT_JSON_DEPTH }) {
     super();
@@ -166,8 +168,12 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
       if (isServiceError(err)) this.reportRefusal(device.id, req.topic, err);
       throw err;
     }
-    await this.#writer.write([{ assetId: asset.id, at: event.at, valueJson: event.valueJson, receivedAt }]);
-    this.#announce(event);
+    // A gateway re-sends what was in flight when its link broke: a state this asset already holds
+    // (same `at` and value) is acknowledged but stored and announced only once (docs/sync.md).
+    const stored: StoredState = { assetId: asset.id, at: event.at, valueJson: event.valueJson, receivedAt, dedupe: req.principal.kind === 'gateway' };
+    await this.#writer.write([stored]);
+    if (stored.duplicate) this.duplicates++;
+    else this.#announce(event);
     return event;
   }
 

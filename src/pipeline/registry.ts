@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { ServiceError } from '../core/errors.js';
-import { assetNameProblem, type TokenKind } from '../core/ids.js';
+import { ID_PATTERN, assetNameProblem, type TokenKind } from '../core/ids.js';
 import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
@@ -67,7 +67,28 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const b = requireObject(body ?? {}, 'device');
     const name = member(b, 'name') ?? 'device';
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
-    const created = this.#store.createDevice({ name, title: optionalText(b, 'title'), description: optionalText(b, 'description') }, this.#clock.now());
+    const id = member(b, 'id');
+    if (id !== undefined && id !== null) {
+      // An admin may choose the ID (pre-assigning a device to a gateway at a central, docs/sync.md).
+      if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw new ServiceError('INVALID_BODY', '"id" must be 24 characters of A-Z, a-z and 0-9');
+      if (this.#store.getDevice(id)) throw new ServiceError('DEVICE_EXISTS', `device ${id} already exists`);
+    }
+    const gateway = member(b, 'gateway');
+    if (gateway !== undefined && gateway !== null) {
+      if (typeof gateway !== 'string' || !this.#store.db.prepare('SELECT 1 FROM gateways WHERE id = ?').get(gateway)) {
+        throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${String(gateway)} not found`);
+      }
+    }
+    const created = this.#store.createDevice(
+      {
+        name,
+        title: optionalText(b, 'title'),
+        description: optionalText(b, 'description'),
+        id: (id as string | null | undefined) ?? undefined,
+        gatewayId: (gateway as string | null | undefined) ?? null,
+      },
+      this.#clock.now(),
+    );
     this.#catalog.invalidate();
     this.emit('deviceChanged', created.device.id);
     return created;

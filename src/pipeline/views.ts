@@ -32,6 +32,9 @@ export function deviceView(device: DeviceRecord) {
     description: device.description,
     createdOn: iso(device.createdOn),
     updatedOn: iso(device.updatedOn),
+    // Central role (docs/sync.md): the gateway a device is behind, and when that gateway deleted it.
+    ...(device.gatewayId ? { gatewayId: device.gatewayId } : {}),
+    ...(device.removedAtGateway ? { removedAtGateway: iso(device.removedAtGateway) } : {}),
   };
 }
 

@@ -67,6 +67,11 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     if (principal === undefined) {
       const token = this.store.findTokenByHash(hash);
       principal = token ? { tokenId: token.id, kind: token.kind, deviceId: token.deviceId, scopes: token.scopes } : null;
+      if (principal && token!.gatewayId) {
+        const gatewayId = token!.gatewayId;
+        principal.gatewayId = gatewayId;
+        principal.ownsDevice = (deviceId) => this.device(deviceId)?.gatewayId === gatewayId;
+      }
       remember(this.#principals, hash, principal);
     }
     return principal ?? undefined;

@@ -157,10 +157,11 @@ export class OutboxStore {
   }
 
   /** Adds to the persisted counters (the daemon and the CLI both add, so neither overwrites the other). */
-  addCounts(delta: { sent?: number; dropped?: number; rejected?: number; lastAckAt?: number | null; link?: string }, now: number): void {
+  /** `now`: the daemon's heartbeat (the CLI passes null: its counts say nothing about the link). */
+  addCounts(delta: { sent?: number; dropped?: number; rejected?: number; lastAckAt?: number | null; link?: string }, now: number | null): void {
     this.#stmt(
       `UPDATE outbox_counters SET sent = sent + ?, dropped = dropped + ?, rejected = rejected + ?,
-       last_ack_at = coalesce(?, last_ack_at), link = coalesce(?, link), updated_at = ? WHERE id = 1`,
+       last_ack_at = coalesce(?, last_ack_at), link = coalesce(?, link), updated_at = coalesce(?, updated_at) WHERE id = 1`,
     ).run(delta.sent ?? 0, delta.dropped ?? 0, delta.rejected ?? 0, delta.lastAckAt ?? null, delta.link ?? null, now);
   }
 

@@ -22,6 +22,10 @@ export interface DeviceRecord {
   codec: string | null;
   createdOn: number;
   updatedOn: number;
+  /** At a central: the gateway this device is behind (its catalog and commands go through that gateway). */
+  gatewayId?: string | null;
+  /** At a central: when the gateway reported the device deleted (its data is kept). */
+  removedAtGateway?: number | null;
 }
 
 export interface AssetRecord {
@@ -44,6 +48,8 @@ export interface TokenRecord {
   scopes: Scope[];
   createdOn: number;
   revokedOn: number | null;
+  /** A `gateway:` token's gateway (central role). */
+  gatewayId?: string | null;
 }
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
@@ -107,6 +113,8 @@ function deviceFrom(row: Row): DeviceRecord {
     codec: (row.codec as string | null) ?? null,
     createdOn: row.created_on as number,
     updatedOn: row.updated_on as number,
+    gatewayId: (row.gateway_id as string | null) ?? null,
+    removedAtGateway: (row.removed_at_gateway as number | null) ?? null,
   };
 }
 
@@ -134,6 +142,7 @@ function tokenFrom(row: Row): TokenRecord {
     scopes: scopes ? (scopes.split(',') as Scope[]) : [],
     createdOn: row.created_on as number,
     revokedOn: (row.revoked_on as number | null) ?? null,
+    gatewayId: (row.gateway_id as string | null) ?? null,
   };
 }
 
@@ -254,9 +263,13 @@ export class Store {
 
   // ---- devices
 
-  createDevice(input: { name: string; title?: string | null; description?: string | null }, now: number): { device: DeviceRecord; token: string; tokenId: string } {
+  /** `id`: an ID chosen by an admin (pre-assignment); `gatewayId`: a central's device behind that gateway. */
+  createDevice(
+    input: { name: string; title?: string | null; description?: string | null; id?: string; gatewayId?: string | null },
+    now: number,
+  ): { device: DeviceRecord; token: string; tokenId: string } {
     const device: DeviceRecord = {
-      id: newId(),
+      id: input.id ?? newId(),
       name: input.name,
       title: input.title ?? null,
       description: input.description ?? null,
@@ -264,11 +277,13 @@ export class Store {
       codec: null,
       createdOn: now,
       updatedOn: now,
+      gatewayId: input.gatewayId ?? null,
+      removedAtGateway: null,
     };
     return this.db.transaction(() => {
       this.#stmt(
-        `INSERT INTO devices (id, name, title, description, payload_format, codec, created_on, updated_on)
-         VALUES (@id, @name, @title, @description, @payloadFormat, @codec, @createdOn, @updatedOn)`,
+        `INSERT INTO devices (id, name, title, description, payload_format, codec, created_on, updated_on, gateway_id)
+         VALUES (@id, @name, @title, @description, @payloadFormat, @codec, @createdOn, @updatedOn, @gatewayId)`,
       ).run(device);
       const { token, secret } = this.createToken({ kind: 'device', name: `device ${device.name}`, deviceId: device.id, scopes: [] }, now);
       return { device, token: secret, tokenId: token.id };
@@ -353,10 +368,19 @@ export class Store {
 
   // ---- tokens
 
-  createToken(input: { kind: TokenKind; name: string; deviceId: string | null; scopes: Scope[] }, now: number): { token: TokenRecord; secret: string } {
+  createToken(input: { kind: TokenKind; name: string; deviceId: string | null; scopes: Scope[]; gatewayId?: string | null }, now: number): { token: TokenRecord; secret: string } {
     const secret = newTokenSecret(input.kind);
-    const token: TokenRecord = { id: newId(), kind: input.kind, name: input.name, deviceId: input.deviceId, scopes: input.scopes, createdOn: now, revokedOn: null };
-    this.#stmt('INSERT INTO tokens (id, hash, kind, name, device_id, scopes, created_on) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    const token: TokenRecord = {
+      id: newId(),
+      kind: input.kind,
+      name: input.name,
+      deviceId: input.deviceId,
+      scopes: input.scopes,
+      createdOn: now,
+      revokedOn: null,
+      gatewayId: input.gatewayId ?? null,
+    };
+    this.#stmt('INSERT INTO tokens (id, hash, kind, name, device_id, scopes, created_on, gateway_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
       token.id,
       hashToken(secret),
       token.kind,
@@ -364,6 +388,7 @@ export class Store {
       token.deviceId,
       token.scopes.join(','),
       now,
+      token.gatewayId,
     );
     return { token, secret };
   }

@@ -18,6 +18,7 @@ import { hasMember, isPlainObject, parseJson, parseMqttAssetState } from '../../
 import type { MetricsRegistry, Counter, Histogram } from '../../ops/metrics.js';
 import type { Logger } from '../../ops/logger.js';
 import { maySubscribe } from './acl.js';
+import type { GatewaySessions } from './gateway-sessions.js';
 import { RetainedFeed, feedMessage } from './retained-feed.js';
 import { MqttCommandSink } from './command-sink.js';
 import { createFanout } from './fanout.js';
@@ -35,6 +36,8 @@ export interface MqttDoorDeps {
   metrics: MetricsRegistry;
   logger: Logger;
   clock: Clock;
+  /** Central role: sessions of `gateway:` tokens (docs/sync.md). Without it gateway tokens are refused. */
+  gateways?: GatewaySessions;
 }
 
 export interface MqttPorts {
@@ -178,7 +181,7 @@ export class MqttDoor {
       authenticate: (client, username, _password, done) => this.#authenticate(client, username, done),
       authorizePublish: (client, packet, done) => this.#authorizePublish(client, packet, done),
       authorizeSubscribe: (client, sub, done) => this.#authorizeSubscribe(client, sub, done),
-      authorizeForward: (_client, packet) => this.#authorizeForward(packet),
+      authorizeForward: (client, packet) => this.#authorizeForward(packet, client),
     });
     this.#broker = broker;
     // Every packet a client publishes is consumed by the service (states go to the pipeline, commands
@@ -194,7 +197,10 @@ export class MqttDoor {
     };
     broker.on('client', (client) => this.#registerSession(client));
     broker.on('clientDisconnect', (client) => this.#unregisterSession(client));
-    broker.on('subscribe', (subs, client) => this.#deliverRetained(subs, client));
+    broker.on('subscribe', (subs, client) => {
+      this.#deliverRetained(subs, client);
+      this.#gatewaySubscribed(client);
+    });
     broker.on('clientError', (client, err) => logger.debug({ clientId: client.id, err: err.message }, 'mqtt client error'));
     broker.on('connectionError', (_client, err) => logger.debug({ err: err.message }, 'mqtt connection error'));
     broker.on('error' as 'closed', (err?: unknown) => logger.error({ err }, 'mqtt broker error'));
@@ -306,7 +312,7 @@ export class MqttDoor {
       done(connectRefusal(4, 'bad user name or password'), null);
       return;
     }
-    if (principal.kind === 'gateway') {
+    if (principal.kind === 'gateway' && !this.#deps.gateways) {
       this.#connections.inc('refused');
       done(connectRefusal(5, 'gateway tokens connect only to a central instance'), null);
       return;
@@ -357,6 +363,7 @@ export class MqttDoor {
     addTo(this.#byToken, principal.tokenId, client);
     if (principal.deviceId) addTo(this.#byDevice, principal.deviceId, client);
     if (principal.kind === 'app') this.#appClients.add(client);
+    if (principal.kind === 'gateway') this.#deps.gateways?.opened(principal, client);
     this.#deps.logger.debug({ clientId: client.id, tokenId: principal.tokenId, kind: principal.kind }, 'mqtt session opened');
   }
 
@@ -366,6 +373,7 @@ export class MqttDoor {
     removeFrom(this.#byToken, session.principal.tokenId, client);
     if (session.principal.deviceId) removeFrom(this.#byDevice, session.principal.deviceId, client);
     this.#appClients.delete(client);
+    if (session.principal.kind === 'gateway') this.#deps.gateways?.closed(session.principal, client);
   }
 
   /**
@@ -435,6 +443,13 @@ export class MqttDoor {
     if (packet.qos > 0 && !packet.messageId) return this.#protocolViolation(client, session.principal, packet.topic, `QoS ${packet.qos} publish with packet id 0`, done);
     if (packet.topic.includes('\u0000')) return this.#protocolViolation(client, session.principal, packet.topic, 'topic name contains U+0000', done);
     // Nothing a client publishes is stored as a broker retained message: the feed is the retained view.
+    const gateways = this.#deps.gateways;
+    if (gateways && packet.topic.startsWith('gateway/')) {
+      // A gateway's catalog and status (central role): handled there, refused for anyone else.
+      const refusal = gateways.publish(session.principal, packet.topic, asBuffer(packet.payload));
+      if (refusal) return this.#notAllowed(client, session.principal, packet, refusal, done);
+      return done(null);
+    }
     packet.retain = false;
     const topic = parsePublishTopic(packet.topic);
     switch (topic.kind) {
@@ -482,6 +497,19 @@ export class MqttDoor {
     done: PublishCallback,
   ): void {
     const { catalog, pipeline, rateLimiter, clock, decoders } = this.#deps;
+    if (principal.kind === 'gateway') {
+      // A state of a device behind this gateway: the device's own rights, no per-token rate limit
+      // (a backlog drain must not be throttled into loss). One of another gateway's devices is
+      // acknowledged and reported on the gateway's errors topic, so the link keeps draining.
+      const deviceId = topic.kind === 'asset-state-by-id' ? catalog.assetById(topic.assetId)?.deviceId : topic.deviceId;
+      if (!deviceId || !this.#deps.gateways!.mayPublishState(principal, deviceId, packet.topic)) return done(null);
+      const size = asBuffer(packet.payload).length;
+      if (size > this.#payloadLimit) {
+        this.#refuse(deviceId, packet.topic, new ServiceError('PAYLOAD_TOO_LARGE', `payload of ${size} bytes is over the limit of ${this.#payloadLimit}`));
+        return done(null);
+      }
+      return this.#storeState(client, principal, packet, topic, deviceId, done);
+    }
     const own = principal.kind === 'device' ? principal.deviceId : null;
     if (!own) return this.#notAllowed(client, principal, packet, 'only a device token publishes states', done);
     if (topic.kind === 'asset-state-by-id') {
@@ -504,6 +532,20 @@ export class MqttDoor {
       this.#refuse(own, packet.topic, new ServiceError('RATE_LIMITED', `token over its rate limit; retry in ${wait} s`, { retryAfter: wait }));
       return done(null);
     }
+    this.#storeState(client, principal, packet, topic, own, done);
+  }
+
+  /** Hands an authorized state publish to the pipeline; the PUBACK waits for the commit. */
+  #storeState(
+    client: Client,
+    principal: Principal,
+    packet: PublishPacket,
+    topic: Extract<PublishTopic, { kind: 'asset-state' | 'asset-state-by-id' | 'device-state' }>,
+    own: string,
+    done: PublishCallback,
+  ): void {
+    const { pipeline, decoders } = this.#deps;
+    const payload = asBuffer(packet.payload);
     const started = packet.qos > 0 ? performance.now() : 0;
     const acknowledge = () => {
       if (started) this.#pubackSeconds.observe((performance.now() - started) / 1000);
@@ -626,7 +668,8 @@ export class MqttDoor {
       done(null, null);
       return;
     }
-    if (!session || !maySubscribe(session.principal, sub.topic, (assetId) => catalog.assetById(assetId)?.deviceId)) {
+    const byGateways = session && this.#deps.gateways?.maySubscribe(session.principal, sub.topic);
+    if (!session || !(byGateways ?? maySubscribe(session.principal, sub.topic, (assetId) => catalog.assetById(assetId)?.deviceId))) {
       this.#deps.logger.info({ clientId: client.id, tokenId: session?.principal.tokenId, filter: sub.topic }, 'mqtt subscription refused');
       this.#refused.inc('SUBSCRIBE_FORBIDDEN');
       done(null, null); // SUBACK 0x80, the connection stays
@@ -638,10 +681,22 @@ export class MqttDoor {
   }
 
   /** Client packets are never forwarded as published: subscribers get what the service publishes. */
-  #authorizeForward(packet: AedesPublishPacket): AedesPublishPacket | null {
+  #authorizeForward(packet: AedesPublishPacket, client: Client | null): AedesPublishPacket | null {
     if ((packet as { clientId?: string }).clientId !== undefined) return null;
+    // A gateway's wildcard subscriptions deliver only its own devices' messages.
+    if (client && this.#deps.gateways && !this.#deps.gateways.mayReceive(this.#sessions.get(client)?.principal, packet.topic)) return null;
     this.#messagesOut.inc(topicKind(packet.topic));
     return packet;
+  }
+
+  #gatewaySubscribed(client: Client): void {
+    const session = this.#sessions.get(client);
+    if (session?.principal.kind === 'gateway') this.#deps.gateways?.subscribed(session.principal);
+  }
+
+  /** For the central's gateway sessions: publish as the service (status retained, queued commands, errors). */
+  publishAsService(topic: string, payload: string, retain: boolean): void {
+    this.#broker?.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain, dup: false }, noop);
   }
 
   // ---- what the service publishes

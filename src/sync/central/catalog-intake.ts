@@ -1,0 +1,83 @@
+import { ServiceError, isServiceError } from '../../core/errors.js';
+import { ID_PATTERN } from '../../core/ids.js';
+import type { Clock } from '../../core/time.js';
+import type { Catalog } from '../../store/catalog.js';
+import type { GatewayStore } from '../../store/gateways.js';
+import type { Registry } from '../../pipeline/registry.js';
+import { isPlainObject, member } from '../../pipeline/messages.js';
+
+/**
+ * The central's side of the gateway catalog (`gateway/<GatewayID>/device/<DeviceID>`, docs/sync.md):
+ * a gateway's description of one of its devices creates or updates the device with the same ID,
+ * assigned to that gateway, and its assets by name; an empty payload marks it removed at the
+ * gateway (its data stays). A device ID that exists here for another gateway, or for none, is
+ * refused: the caller reports it on `gateway/<GatewayID>/errors`.
+ */
+export class CatalogIntake {
+  readonly #catalog: Catalog;
+  readonly #registry: Registry;
+  readonly #gateways: GatewayStore;
+  readonly #clock: Clock;
+
+  constructor(catalog: Catalog, registry: Registry, gateways: GatewayStore, clock: Clock) {
+    this.#catalog = catalog;
+    this.#registry = registry;
+    this.#gateways = gateways;
+    this.#clock = clock;
+  }
+
+  /** Applies one catalog message; a refusal is returned (and nothing changed), never thrown. */
+  apply(gatewayId: string, deviceId: string, payload: Buffer): ServiceError | undefined {
+    try {
+      this.#catalog.store.transaction(() => this.#apply(gatewayId, deviceId, payload));
+      return undefined;
+    } catch (err) {
+      this.#catalog.invalidate();
+      if (isServiceError(err)) return err;
+      throw err;
+    }
+  }
+
+  #apply(gatewayId: string, deviceId: string, payload: Buffer): void {
+    if (!ID_PATTERN.test(deviceId)) throw new ServiceError('INVALID_BODY', `device ID ${JSON.stringify(deviceId)} is not 24 characters of A-Z, a-z and 0-9`);
+    const store = this.#catalog.store;
+    const existing = store.getDevice(deviceId);
+    if (existing && existing.gatewayId !== gatewayId) {
+      const owner = existing.gatewayId ? `gateway ${existing.gatewayId}` : 'no gateway';
+      throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} exists at the central and belongs to ${owner}`);
+    }
+    if (payload.length === 0) {
+      if (existing) {
+        this.#gateways.setRemovedAtGateway(deviceId, this.#clock.now());
+        this.#catalog.invalidate();
+      }
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(payload.toString('utf8'));
+    } catch {
+      throw new ServiceError('INVALID_JSON', 'catalog message is not valid JSON');
+    }
+    if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'catalog message must be a JSON object {id, name, title, description, assets}');
+    const id = member(body, 'id');
+    if (id !== undefined && id !== deviceId) throw new ServiceError('INVALID_BODY', `"id" ${JSON.stringify(id)} differs from the topic's device ${deviceId}`);
+    const assets = member(body, 'assets') ?? [];
+    if (!Array.isArray(assets)) throw new ServiceError('INVALID_BODY', '"assets" must be an array');
+    const fields = { name: member(body, 'name'), title: member(body, 'title'), description: member(body, 'description') };
+    if (existing) {
+      this.#registry.updateDevice(deviceId, fields);
+      if (existing.removedAtGateway !== null && existing.removedAtGateway !== undefined) this.#gateways.setRemovedAtGateway(deviceId, null);
+    } else {
+      this.#registry.createDevice({ ...fields, id: deviceId, gateway: gatewayId });
+    }
+    for (const asset of assets) {
+      if (!isPlainObject(asset)) throw new ServiceError('INVALID_BODY', '"assets" must hold objects {name, is, profile, title, description}');
+      const name = member(asset, 'name');
+      if (typeof name !== 'string') throw new ServiceError('INVALID_NAME', 'every asset needs a "name"');
+      const { name: _n, ...rest } = asset;
+      this.#registry.upsertAsset(deviceId, name, rest);
+    }
+    this.#catalog.invalidate();
+  }
+}

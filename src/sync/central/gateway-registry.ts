@@ -1,0 +1,54 @@
+import { ServiceError } from '../../core/errors.js';
+import type { Clock } from '../../core/time.js';
+import type { Catalog } from '../../store/catalog.js';
+import { GatewayStore, type GatewayRecord } from '../../store/gateways.js';
+import type { Registry } from '../../pipeline/registry.js';
+import { isPlainObject, member } from '../../pipeline/messages.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** `GET /gateway/<id>`: `{id, name, connected, lastSeen, devices}`. */
+export function gatewayView(gateway: GatewayRecord, devices: string[], connected: boolean) {
+  return { id: gateway.id, name: gateway.name, createdOn: iso(gateway.createdOn), connected, lastSeen: iso(gateway.lastSeen), devices };
+}
+
+/**
+ * The central's gateways: the rules for creating and deleting them, shared by the HTTP API and the
+ * CLI. Deleting a gateway revokes its tokens (live sessions close) and leaves its devices, and
+ * their data, at the central, assigned to no gateway.
+ */
+export class GatewayRegistry {
+  readonly store: GatewayStore;
+  readonly #catalog: Catalog;
+  readonly #registry: Registry;
+  readonly #clock: Clock;
+
+  constructor(catalog: Catalog, registry: Registry, clock: Clock) {
+    this.#catalog = catalog;
+    this.#registry = registry;
+    this.#clock = clock;
+    this.store = new GatewayStore(catalog.store);
+  }
+
+  create(body: unknown): { gateway: GatewayRecord; token: string; tokenId: string } {
+    if (!isPlainObject(body ?? {})) throw new ServiceError('INVALID_BODY', 'gateway must be a JSON object {"name"}');
+    const name = member((body ?? {}) as Record<string, unknown>, 'name') ?? 'gateway';
+    if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
+    const created = this.store.create(name, this.#clock.now());
+    this.#catalog.invalidate();
+    return created;
+  }
+
+  require(id: string): GatewayRecord {
+    const gateway = this.store.get(id);
+    if (!gateway) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${id} not found`);
+    return gateway;
+  }
+
+  delete(id: string): void {
+    const tokens = this.store.delete(id);
+    if (!tokens) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${id} not found`);
+    this.#catalog.invalidate();
+    for (const tokenId of tokens) this.#registry.emit('tokenRevoked', tokenId);
+  }
+}
