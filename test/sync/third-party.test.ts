@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { mosquitto, freePort } from '../helpers/mosquitto.js';
 
 /** The issue asks for a 30 s outage; the default keeps the suite short. OUTPOST_SYNC_OUTAGE_S=30 runs the long one. */
@@ -216,6 +216,20 @@ test('outbox full, reject-new: HTTP 503 OUTBOX_FULL with Retry-After, no PUBACK 
     const h = await health(daemon);
     assert.equal(h.upstream.depth, accepted);
     assert.equal(h.upstream.dropped, 0);
+    // The CLI sees the same outbox from another process, and a purge is counted as dropped.
+    const status = cliJson<{ link: string; depth: number; rejected: number; oldestAt: string }>(['outbox', 'status', '--config', config], dataDir);
+    assert.equal(status.link, 'down');
+    assert.equal(status.depth, accepted);
+    assert.ok(status.rejected >= 2);
+    assert.ok(Date.parse(status.oldestAt) > 0);
+    const refusedPurge = cli(['outbox', 'purge', '--before', new Date(Date.now() + 1000).toISOString(), '--data', dataDir]);
+    assert.equal(refusedPurge.code, 2, 'a purge needs --yes');
+    const purged = cliJson<{ purged: number }>(['outbox', 'purge', '--before', new Date(Date.now() + 1000).toISOString(), '--yes', '--config', config], dataDir);
+    assert.equal(purged.purged, accepted);
+    await until('the daemon sees the purge', async () => (await health(daemon)).upstream.depth === 0);
+    assert.equal((await health(daemon)).upstream.dropped, accepted);
+    // Room again: new states are accepted.
+    assert.equal((await api(daemon.url, 'PUT', `/device/${device.id}/asset/a/state`, { token: device.token, json: { value: 1 } })).status, 200);
   } finally {
     await daemon.stop();
     removeDir(dataDir);
