@@ -1,13 +1,13 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -37,4 +37,10 @@ if (only.has('store')) {
   const rows = await benchStore();
   printTable('Store: start-up integrity check', rows);
   console.log(`written: ${saveResults('store', rows)}`);
+}
+if (only.has('sync')) {
+  const { benchSync } = await import('./sync.js');
+  const rows = await benchSync();
+  printTable('Upstream sync: outbox drain to mosquitto on loopback, live ingest while draining', rows);
+  console.log(`written: ${saveResults('sync', rows)}`);
 }

@@ -1,0 +1,205 @@
+// Upstream sync benchmark: a compiled gateway with a 100 000-state backlog in its outbox drains it to
+// a Debian mosquitto on loopback (states/s, duplicates, gateway RSS), and live QoS 1 ingest is
+// measured while the link is down (undisturbed: the outbox only fills) and while the backlog drains.
+//
+//   npm run build && BENCH_ONLY=sync node --import tsx bench/sync.ts
+//
+// Env: BENCH_SYNC_BACKLOG (default 100000), BENCH_SECONDS (live ingest seconds, default 5),
+// BENCH_CONNECTIONS (publishers, default 16), BENCH_SYNC_WINDOW (upstream.window, default 64).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mqtt from 'mqtt';
+import { provision, runLoad, settings, startOutpost, type Broker } from './mqtt.js';
+import { rssBytes, sleep, type BenchRow } from './lib.js';
+
+const BACKLOG = Number(process.env.BENCH_SYNC_BACKLOG ?? 100_000);
+const WINDOW = Number(process.env.BENCH_SYNC_WINDOW ?? 64);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = connect(port, '127.0.0.1', () => (c.destroy(), resolve(true)));
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
+function startMosquitto(dir: string, port: number): { proc: ChildProcess; stop: () => Promise<void>; ready: Promise<void> } {
+  const conf = join(dir, 'mosquitto.conf');
+  writeFileSync(conf, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_type error\nmax_queued_messages 0\nmax_inflight_messages 0\n`);
+  const bin = existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto';
+  const proc = spawn(bin, ['-c', conf], { stdio: ['ignore', 'ignore', 'ignore'] });
+  return {
+    proc,
+    ready: waitForPort(port),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+interface Upstream {
+  link: string;
+  depth: number;
+  sent: number;
+}
+
+async function upstream(gateway: Broker): Promise<Upstream> {
+  const res = await fetch(`http://127.0.0.1:${gateway.httpPort}/healthz`);
+  return ((await res.json()) as { upstream: Upstream }).upstream;
+}
+
+/** Counts what reaches the upstream, and how much of it twice (same topic and payload). */
+async function counter(port: number) {
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: `bench-sync-${Date.now()}`, clean: true, reconnectPeriod: 0 });
+  await client.subscribeAsync('device/#', { qos: 1 });
+  const seen = new Set<string>();
+  let received = 0;
+  client.on('message', (topic, payload) => {
+    received++;
+    seen.add(topic + ' ' + payload.toString());
+  });
+  return {
+    get received() {
+      return received;
+    },
+    get duplicates() {
+      return received - seen.size;
+    },
+    end: () => client.endAsync(),
+  };
+}
+
+/** Waits for the outbox to empty, sampling the gateway's RSS; returns seconds and rows sent. */
+async function drain(gateway: Broker, from: Upstream): Promise<{ seconds: number; sent: number; peakRssMB: number }> {
+  const started = performance.now();
+  let peak = 0;
+  for (;;) {
+    peak = Math.max(peak, rssBytes(gateway.proc.pid!));
+    const u = await upstream(gateway);
+    if (u.depth === 0 && u.link === 'up') return { seconds: (performance.now() - started) / 1000, sent: u.sent - from.sent, peakRssMB: Math.round(peak / 1048576) };
+    await sleep(100);
+  }
+}
+
+/** Fills the outbox (link down) with live QoS 1 ingest until it holds the backlog; returns the first run's rate. */
+async function fill(gateway: Broker, publishers: Parameters<typeof runLoad>[1], s: ReturnType<typeof settings>): Promise<number> {
+  let rate = 0;
+  while ((await upstream(gateway)).depth < BACKLOG) {
+    const r = await runLoad(gateway, publishers, 1, s);
+    rate ||= r.rate;
+  }
+  return rate;
+}
+
+export async function benchSync(): Promise<BenchRow[]> {
+  const s = { ...settings(), seconds: Number(process.env.BENCH_SECONDS ?? 5) };
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-bench-sync-'));
+  const dataDir = join(dir, 'gateway');
+  const port = await freePort();
+  const devices = provision(dataDir, s.connections, 0);
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      upstream: {
+        url: `mqtt://127.0.0.1:${port}`,
+        gatewayId: 'BenchGateway000000000001',
+        token: `gateway:${'b'.repeat(40)}`,
+        window: WINDOW,
+        maxBytes: 1024 * 1024 * 1024,
+        reconnectMinMs: 100,
+        reconnectMaxMs: 200,
+      },
+    }),
+  );
+  const gateway = await startOutpost(dataDir, ['--config', config]);
+  const rows: BenchRow[] = [];
+  try {
+    // 1. Undisturbed ingest (the link is down: every state also gets its outbox row) filling the backlog.
+    const undisturbed = await fill(gateway, devices.publishers, s);
+    const before = await upstream(gateway);
+
+    // 2. The link comes up: the backlog drains with nothing else going on.
+    let broker = startMosquitto(dir, port);
+    await broker.ready;
+    const count = await counter(port);
+    const quiet = await drain(gateway, before);
+    await sleep(500);
+    rows.push({
+      name: `drain of a ${before.depth.toLocaleString('en-US')}-state backlog → mosquitto`,
+      'states/s': Math.round(quiet.sent / quiet.seconds),
+      seconds: Number(quiet.seconds.toFixed(1)),
+      duplicates: count.duplicates,
+      'gateway RSS MB (peak)': quiet.peakRssMB,
+      'live ingest msg/s': null,
+      'live / undisturbed': null,
+    });
+    await count.end();
+
+    // 3. Down again, a new backlog; then live ingest while it drains.
+    await broker.stop();
+    await sleep(300);
+    await fill(gateway, devices.publishers, s);
+    const before2 = await upstream(gateway);
+    broker = startMosquitto(dir, port);
+    await broker.ready;
+    const count2 = await counter(port);
+    const draining = drain(gateway, before2);
+    const live = await runLoad(gateway, devices.publishers, 1, s);
+    const busy = await draining;
+    const stillDraining = busy.seconds > s.seconds + 1.5;
+    rows.push({
+      name: `live QoS 1 ingest, ${s.connections} publishers, link down (undisturbed)`,
+      'states/s': null,
+      seconds: s.seconds,
+      duplicates: null,
+      'gateway RSS MB (peak)': null,
+      'live ingest msg/s': Math.round(undisturbed),
+      'live / undisturbed': 1,
+    });
+    rows.push({
+      name: `live QoS 1 ingest while a ${before2.depth.toLocaleString('en-US')}-state backlog drains${stillDraining ? '' : ' (drain ended first)'}`,
+      'states/s': Math.round(busy.sent / busy.seconds),
+      seconds: Number(busy.seconds.toFixed(1)),
+      duplicates: count2.duplicates,
+      'gateway RSS MB (peak)': busy.peakRssMB,
+      'live ingest msg/s': Math.round(live.rate),
+      'live / undisturbed': Number((live.rate / undisturbed).toFixed(2)),
+    });
+    await count2.end();
+    await broker.stop();
+  } finally {
+    await gateway.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { printTable, saveResults } = await import('./lib.js');
+  const rows = await benchSync();
+  printTable('Upstream sync', rows);
+  console.log(`written: ${saveResults('sync', rows)}`);
+}
