@@ -91,7 +91,10 @@ export class DeviceStateDecoder {
     if (doorDecoder) return this.#outcome(raw, doorDecoder.version, null, doorDecoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
     const codec = this.#codecs.get(device);
     if (!codec) {
-      const error = `device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`;
+      const failed = this.#codecs.failure(device);
+      const error = failed
+        ? `device ${device.id}'s stored codec settings do not load (${failed}); set them again with PUT /device/${device.id}/codec`
+        : `device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`;
       return {
         states: {},
         uplink: { raw, codec: null, declaredFormat: null, error: 'no custom binary codec configured' },

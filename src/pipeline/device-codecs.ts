@@ -80,6 +80,7 @@ export function codecVersion(uplink: StoredCodecSettings['uplink']): string {
 export class DeviceCodecs {
   readonly #compiled = new Map<string, { source: string; codec: DeviceCodec; version: string }>();
   readonly #abclCache = new AbclDocumentCache();
+  readonly #failures = new Map<string, string>();
   readonly #config: OutpostConfig;
   readonly #logger: Logger;
 
@@ -99,6 +100,11 @@ export class DeviceCodecs {
   /** How many devices have a compiled codec now. */
   get size(): number {
     return this.#compiled.size;
+  }
+
+  /** Why a device's stored codec settings did not load (at start or after a CLI change), if they did not. */
+  failure(device: DeviceRecord): string | undefined {
+    return this.#failures.get(device.id);
   }
 
   /** The compiled codec of a device, if it has settings and they compiled. */
@@ -135,6 +141,7 @@ export class DeviceCodecs {
   activate(deviceId: string, source: string, codec: DeviceCodec, version: string): void {
     const previous = this.#compiled.get(deviceId);
     this.#compiled.set(deviceId, { source, codec, version });
+    this.#failures.delete(deviceId);
     if (previous && previous.codec !== codec) previous.codec.dispose();
   }
 
@@ -152,9 +159,14 @@ export class DeviceCodecs {
         const { codec, version } = await this.compile(JSON.parse(device.codec) as StoredCodecSettings);
         this.activate(device.id, device.codec, codec, version);
       } catch (err) {
-        this.#logger.warn({ deviceId: device.id, err: (err as Error).message }, 'stored codec settings do not load; the device decodes with built-in formats');
+        const reason = (err as Error).message;
+        // Without an earlier codec still active, the device's codec is off: its binary uplinks are
+        // refused (and kept raw) with this reason until its settings are set again.
+        if (!this.#compiled.has(device.id)) this.#failures.set(device.id, reason);
+        this.#logger.warn({ deviceId: device.id, err: reason }, 'stored codec settings do not load; the device decodes with built-in formats only (binary uplinks refused) until they are set again');
       }
     }
+    for (const id of this.#failures.keys()) if (!seen.has(id)) this.#failures.delete(id);
     for (const [id, entry] of this.#compiled) {
       if (!seen.has(id)) {
         entry.codec.dispose();

@@ -98,6 +98,9 @@ describe('codec settings: file confinement and parser limits', () => {
     const refused = await api(d.url, 'PUT', `/device/${device.id}/state`, { token: device.token, body: new Uint8Array(Buffer.from('66085B100E', 'hex')), contentType: 'application/octet-stream' });
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.body.code, 'DECODE_FAILED');
+    assert.match(refused.body.error, /stored codec settings do not load .*resolves outside/);
+    const shown = await api(d.url, 'GET', `/device/${device.id}/codec`, { token: app.token });
+    assert.match(shown.body.disabled, /stored codec settings do not load: .*resolves outside/);
     assert.equal((await api(d.url, 'GET', '/healthz')).status, 200);
   });
 

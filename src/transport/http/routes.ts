@@ -278,7 +278,13 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           const device = readableDevice(ctx, ctx.principal());
           const active = deps.codecs.get(device);
           // A JS codec that kept failing on its limits is disabled until its settings are set again.
-          const disabled = active?.disabled ? { disabled: active.disabledReason ?? 'disabled after repeated resource failures' } : {};
+          // Stored settings that did not load at start (a file gone bad) leave the device without one.
+          const failed = active ? undefined : deps.codecs.failure(device);
+          const disabled = active?.disabled
+            ? { disabled: active.disabledReason ?? 'disabled after repeated resource failures' }
+            : failed
+              ? { disabled: `stored codec settings do not load: ${failed}` }
+              : {};
           return { status: 200, body: { ...codecSettingsView(device), warnings: [], ...disabled } };
         },
         PUT: async (ctx) => {
