@@ -201,7 +201,15 @@ export class ProfileValidators {
       return () => refusal;
     }
     return (value: unknown) => {
-      if (compiled(value)) return { ok: true };
+      let valid: boolean;
+      try {
+        valid = compiled(value) as boolean;
+      } catch (err) {
+        // ajv compares `enum` members with fast-deep-equal, which calls a member named `toString` or
+        // `valueOf` as a method: a value (or enum entry) where that member is not one throws.
+        return { ok: false, error: `value cannot be compared with the profile (${(err as Error).message}); members named toString or valueOf do not work with enum (enum)` };
+      }
+      if (valid) return { ok: true };
       const first = compiled.errors?.[0];
       return { ok: false, error: first ? describe(first) : 'value does not match the profile' };
     };

@@ -111,3 +111,15 @@ test('a property named __proto__ is refused (the validator would skip it); inher
 test('numbers must be finite', () => {
   for (const v of [Infinity, -Infinity, NaN]) assert.equal(check({ type: 'number' }, v).ok, false);
 });
+
+test('enum with objects that have a toString or valueOf member refuses instead of throwing (found by the fuzzer)', () => {
+  const profile = { type: 'object', enum: [JSON.parse('{"toString": 1}'), 3] };
+  for (const value of [JSON.parse('{"toString": 2}'), JSON.parse('{"valueOf": "x"}')]) {
+    const r = check(profile, value);
+    assert.equal(r.ok, false);
+    assert.match(r.error!, /\(enum\)/);
+  }
+  // Where the comparison already fails while compiling, the profile is refused when it is set.
+  const unusable = normalizeProfile({ type: 'object', enum: [JSON.parse('{"valueOf": 1}'), JSON.parse('{"valueOf": 2}')] });
+  assert.throws(() => validators.assertCompiles(unusable), (err: ServiceError) => err.code === 'PROFILE_UNSUPPORTED');
+});
