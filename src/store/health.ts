@@ -38,7 +38,7 @@ export function restoreAdvice(path: string): string {
 export class StoreHealth {
   readonly #path: string;
   readonly #clock: Clock;
-  readonly #maxBytes: number;
+  #maxBytes = 0;
   #corrupt: { code: string } | undefined;
   #fullSince: number | undefined;
   #lastFullAt = 0;
@@ -46,10 +46,14 @@ export class StoreHealth {
   /** Called once when the store turns damaged and once each time it turns full. */
   onProblem: ((problem: StoreProblem) => void) | undefined;
 
-  constructor(path: string, clock: Clock = systemClock, options: { maxBytes?: number } = {}) {
+  constructor(path: string, clock: Clock = systemClock) {
     this.#path = path;
     this.#clock = clock;
-    this.#maxBytes = options.maxBytes ?? 0;
+  }
+
+  /** The store.maxBytes cap in force (0: none), set when the store applies it (start, reload). */
+  setMaxBytes(maxBytes: number): void {
+    this.#maxBytes = maxBytes;
   }
 
   get corrupt(): boolean {

@@ -189,7 +189,7 @@ export class Store {
 
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
-    this.health = new StoreHealth(path, undefined, { maxBytes: options.maxBytes });
+    this.health = new StoreHealth(path);
     this.db = new BetterSqlite3(path);
     try {
       this.#configure(options);
@@ -232,6 +232,7 @@ export class Store {
     // 4294967294 is SQLite's own largest page count, i.e. no cap.
     const pages = maxBytes > 0 ? Math.max(1, Math.floor(maxBytes / pageSize)) : 4294967294;
     this.db.pragma(`max_page_count = ${pages}`);
+    this.health.setMaxBytes(maxBytes);
   }
 
   #stmt(sql: string): Statement {
