@@ -47,3 +47,25 @@ test('a damaged file is failing for good, reported once, and mapped to 503 like 
   assert.equal(problems[0]!.kind, 'corrupt');
   assert.equal(health.observe(new TypeError('not storage')), undefined, 'other failures are not storage failures');
 });
+
+test('a database file over the store.maxBytes in force is degraded; raising or lifting the cap (a reload) clears it', async () => {
+  const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-health-'));
+  try {
+    const path = join(dir, 'outpost.db');
+    writeFileSync(path, Buffer.alloc(8192));
+    const health = new StoreHealth(path, { now: () => 0 });
+    assert.equal(health.report().status, 'ok', 'no cap');
+    health.setMaxBytes(4096);
+    assert.equal(health.report().status, 'degraded');
+    assert.match(health.report().reason!, /8192 bytes, over store\.maxBytes \(4096\)/);
+    health.setMaxBytes(16384);
+    assert.equal(health.report().status, 'ok');
+    health.setMaxBytes(0);
+    assert.equal(health.report().status, 'ok');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
