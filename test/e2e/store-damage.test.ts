@@ -94,7 +94,11 @@ test('started without the check on a damaged database: reads that hit the damage
 
     // Another damaged read is refused the same way, and the error is logged once, not per request.
     await api(d.url, 'GET', `/device/${device.id}/asset/log/states?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { token: app.token });
-    const errors = d.logs.filter((l) => l.includes('"level":50') && l.includes('restore the newest backup'));
+    const damageLines = () => d.logs.filter((l) => l.includes('"level":50') && l.includes('restore the newest backup'));
+    // The log is written asynchronously (pino): wait for the line, then make sure no second one follows.
+    for (let i = 0; i < 100 && damageLines().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 500));
+    const errors = damageLines();
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.ok(!d.logs.some((l) => l.includes('request failed')), 'no request ended as an internal error');
 

@@ -80,7 +80,10 @@ test('503 with Retry-After when the store is full; acknowledged states stay and 
     assert.equal(health.body.status, 'degraded');
     assert.match(health.body.reason, /store: writes refused for lack of space .*SQLITE_FULL/);
     assert.equal(health.body.store.maxBytes, 256 * 1024);
-    assert.ok(d.logs.some((l) => l.includes('"level":40') && l.includes('raise store.maxBytes')), 'one warning says what to do');
+    // The log is written asynchronously (pino): wait for the line rather than expect it at once.
+    const warned = () => d.logs.some((l) => l.includes('"level":40') && l.includes('raise store.maxBytes'));
+    for (let i = 0; i < 100 && !warned(); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(warned(), 'one warning says what to do:\n' + d.logs.join('\n'));
     const latest = await api(d.url, 'GET', `/device/${device.id}/asset/log/state`, { token: device.token });
     assert.equal(latest.status, 200, 'reads still work');
     assert.ok(latest.body.state.value.startsWith(`${stored - 1}:`), 'the last acknowledged state is the latest');
