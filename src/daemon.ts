@@ -122,10 +122,10 @@ export class Daemon {
       const intake = new CatalogIntake(this.catalog, this.registry, gateways.store, clock);
       const hub = (this.#hub = new GatewayHub({ catalog: this.catalog, gateways, intake, clock, logger }));
       this.commands.addSink(hub);
-      this.metrics.gauge('outpost_sync_duplicates_total', 'States a gateway sent again that were already held (acknowledged, not stored twice)', () => this.pipeline.duplicates);
+      this.metrics.counterFrom('outpost_sync_duplicates_total', 'States a gateway sent again that were already held (acknowledged, not stored twice)', () => this.pipeline.duplicates);
       this.metrics.gauge('outpost_gateways_connected', 'Gateways with an MQTT session now', () => hub.connectedCount);
-      this.metrics.gauge('outpost_gateway_commands_queued_total', 'Commands kept for an offline gateway', () => hub.commandsQueued);
-      this.metrics.gauge('outpost_gateway_refusals_total', 'Gateway messages refused on gateway/<id>/errors', () => hub.refusals);
+      this.metrics.counterFrom('outpost_gateway_commands_queued_total', 'Commands kept for an offline gateway', () => hub.commandsQueued);
+      this.metrics.counterFrom('outpost_gateway_refusals_total', 'Gateway messages refused on gateway/<id>/errors', () => hub.refusals);
     }
     if (config.upstream.url) {
       this.upstream = new UpstreamSync({

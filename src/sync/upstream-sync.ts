@@ -74,12 +74,12 @@ export class UpstreamSync {
       const oldest = o.depth > 0 ? o.rows.oldestCreatedAt() : null;
       return oldest === null ? 0 : Math.max(0, (this.#deps.clock.now() - oldest) / 1000);
     });
-    m.gauge('outpost_outbox_sent_total', 'Outbox rows acknowledged by the upstream', () => o.status().sent);
-    m.gauge('outpost_outbox_dropped_total', 'Outbox rows dropped by maxBytes, maxAgeDays or a purge', () => o.status().dropped);
-    m.gauge('outpost_outbox_rejected_total', 'States refused because the outbox was full (whenFull: reject-new)', () => o.status().rejected);
+    m.counterFrom('outpost_outbox_sent_total', 'Outbox rows acknowledged by the upstream', () => o.status().sent);
+    m.counterFrom('outpost_outbox_dropped_total', 'Outbox rows dropped by maxBytes, maxAgeDays or a purge', () => o.status().dropped);
+    m.counterFrom('outpost_outbox_rejected_total', 'States refused because the outbox was full (whenFull: reject-new)', () => o.status().rejected);
     m.gauge('outpost_upstream_link_up', '1 when every upstream connection is up', () => (this.link === 'up' ? 1 : 0));
-    m.gauge('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#links.reduce((n, l) => n + l.stalls, 0));
-    m.gauge('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
+    m.counterFrom('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#links.reduce((n, l) => n + l.stalls, 0));
+    m.counterFrom('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
   }
 
   get link(): 'up' | 'down' | 'off' {
