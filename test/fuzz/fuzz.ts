@@ -1,7 +1,9 @@
 // `npm run fuzz`: every fuzz target with FUZZ_COUNT inputs (default 100 000) in-process, then
-// FUZZ_SOCKET_COUNT requests (default FUZZ_COUNT / 50) over HTTP to the compiled daemon.
+// FUZZ_SOCKET_COUNT requests (default FUZZ_COUNT / 50) over HTTP to the compiled daemon, then
+// FUZZ_COUNT raw MQTT packets (random and mutated, before and after CONNECT) to its MQTT listener.
 // FUZZ_SEED (default: random, printed) and FUZZ_ONLY=<substring,…> / FUZZ_START replay a finding.
 import { fuzzInProcess, fuzzOverSockets, type TargetReport } from './runner.js';
+import { fuzzMqttPackets } from '../mqtt/packet-fuzz.js';
 
 const env = process.env;
 const count = Number(env.FUZZ_COUNT ?? 100_000);
@@ -14,6 +16,7 @@ const log = (line: string) => console.log(line);
 console.log(`fuzz: ${count} inputs per target, seed ${seed}${only ? `, only ${only.join(',')}` : ''}`);
 const reports: TargetReport[] = await fuzzInProcess({ count, seed, only, start, log });
 if (!only || only.some((s) => 'http-socket'.includes(s))) reports.push(await fuzzOverSockets({ count: socketCount, seed, log }));
+if (!only || only.some((s) => 'mqtt-socket'.includes(s))) reports.push(await fuzzMqttPackets({ count, seed, log }));
 
 console.log('\n| target | inputs | inputs/s | accepted | refused (4xx) | slowest batch of 16 / request, ms | peak RSS MB | findings |');
 console.log('|---|---|---|---|---|---|---|---|');
