@@ -14,6 +14,7 @@ import { CommandRouter } from './pipeline/commands.js';
 import { DeviceStateDecoder } from './pipeline/decoders.js';
 import { DeviceCodecs } from './pipeline/device-codecs.js';
 import { HistoryPruner } from './pipeline/retention.js';
+import { RedecodeRunner } from './pipeline/redecode.js';
 import { MetricsRegistry } from './ops/metrics.js';
 import { registerProcessMetrics } from './ops/process-metrics.js';
 import { ConfigReloader, type ReloadOutcome } from './ops/reload.js';
@@ -64,6 +65,7 @@ export class Daemon {
   readonly statusSections = new StatusSections();
   /** The configured serial LoRa modems (`radio.serial`) and their raw point-to-point path. */
   readonly serialModems: SerialModems;
+  readonly redecode: RedecodeRunner;
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   readonly #version = programVersion();
@@ -113,9 +115,26 @@ export class Daemon {
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
+    this.redecode = new RedecodeRunner({
+      store: this.store,
+      catalog: this.catalog,
+      codecs: this.codecs,
+      clock,
+      logger,
+      announce: (device, changes) => {
+        for (const change of changes) {
+          const asset = this.catalog.assetById(change.assetId);
+          if (asset) this.pipeline.announceCorrection(device, asset, change.valueJson, change.at);
+        }
+      },
+    });
     // Codec settings changed by the CLI from another process are recompiled here, off the hot path.
+    // A redecode the CLI queued is picked up here too (after the codecs, so it runs with the current one).
     this.catalog.on('externalChange', () => {
-      this.codecs.syncFromStore(this.store).catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
+      this.codecs
+        .syncFromStore(this.store)
+        .then(() => this.redecode.resumeUnfinished())
+        .catch((err: unknown) => logger.warn({ err }, 'codec reload failed'));
     });
     if (config.role === 'central') {
       const gateways = (this.gateways = new GatewayRegistry(this.catalog, this.registry, clock));
@@ -272,6 +291,8 @@ export class Daemon {
     await this.codecs.syncFromStore(this.store);
     // Before any door listens: a bad modem codec is a config error (exit 2), not a half-started daemon.
     await this.serialModems.prepare();
+    // Jobs a killed or stopped daemon left behind continue from their last committed batch.
+    this.redecode.resumeUnfinished();
     const config = this.config;
     if (config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
@@ -286,6 +307,7 @@ export class Daemon {
           commands: this.commands,
           decoders: this.decoders,
           codecs: this.codecs,
+          redecode: this.redecode,
           clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
@@ -360,6 +382,7 @@ export class Daemon {
     // MQTT after HTTP, before the last commit: states in flight still reach the database.
     if (this.#mqtt) await this.#mqtt.stop();
     await this.serialModems.stop();
+    await this.redecode.stop();
     this.writer.flush();
     // The upstream link last: what the doors committed is in the outbox, PUBACKs in flight still count.
     if (this.upstream) await this.upstream.stop();

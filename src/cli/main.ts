@@ -29,6 +29,10 @@ const USAGE = `usage: outpost <command> [options]
   device token <DeviceID> [--json]                  issue a new device token, revoking the old one
   device codec <DeviceID> --uplink FORMAT [--file F] [--downlink FORMAT [--downlink-file F] [--port N]]
                                                     set the device's codecs (auto|json|cbor|abcl|js)
+  device codec <DeviceID> --uplink FORMAT [--file F] --try [--limit N] [--from T] [--to T] [--json]
+                                                    try a codec on the device's kept raw uplinks; changes nothing
+  device redecode <DeviceID> [--from T] [--to T] [--json]
+                                                    re-decode kept raw uplinks with the current codec, with a progress bar
   asset create <DeviceID> --name N --is sensor|actuator|virtual|config --profile '<json>' [--json]
   asset list <DeviceID> [--json]
   token create --name N --scopes read,command,admin [--json]
@@ -143,6 +147,10 @@ export async function main(argv: string[]): Promise<number> {
       gateway: { type: 'string' },
       before: { type: 'string' },
       yes: { type: 'boolean', default: false },
+      try: { type: 'boolean', default: false },
+      limit: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
     },
   });
   const config = configFrom(values);
@@ -216,6 +224,13 @@ export async function main(argv: string[]): Promise<number> {
         if (values.port !== undefined) downlink.port = Number(values.port);
         body.downlink = downlink;
       }
+      if (values.try) {
+        const { runCodecTry } = await import('./redecode-commands.js');
+        const { parseTryBody } = await import('../pipeline/codec-try.js');
+        const limit = values.limit === undefined ? undefined : Number(values.limit);
+        const request = parseTryBody({ ...body, limit, from: values.from, to: values.to });
+        return runCodecTry(config, deviceId, request, json, write);
+      }
       const store = Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
       const codecs = new DeviceCodecs(config, createLogger('silent'));
       try {
@@ -227,6 +242,14 @@ export async function main(argv: string[]): Promise<number> {
         codecs.dispose();
         store.close();
       }
+    }
+    case 'device redecode': {
+      const deviceId = requireArg(positionals, 1, '<DeviceID>');
+      const { runRedecode, timeOption } = await import('./redecode-commands.js');
+      const from = timeOption(values.from, '--from');
+      const to = timeOption(values.to, '--to');
+      if (from !== null && to !== null && from > to) throw new UsageError('--from must not be later than --to');
+      return runRedecode(config, deviceId, { from, to, json }, write, (text) => process.stderr.write(text));
     }
     case 'asset create':
       return withRegistry(config, (registry, store) => {

@@ -20,6 +20,8 @@ export interface StateEvent {
   /** `at` as the message gave it (absent when it had none), for echoing a device state's part. */
   inputAt?: unknown;
   source: string;
+  /** A re-decode corrected the latest state: a feed message, but nothing the device sent (no echo). */
+  correction?: boolean;
 }
 
 /** A refused message of a known device, reported on `device/<id>/errors` whatever door it came through. */
@@ -264,6 +266,11 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     if (!check.ok) throw new ServiceError(check.code ?? 'PROFILE_MISMATCH', `${where}: ${check.error}`);
     const valueJson = JSON.stringify(input.value);
     return { device, asset, value: input.value, valueJson, at, inputAt: input.at ?? undefined, source };
+  }
+
+  /** A re-decode changed an asset's latest state: listeners (the MQTT feed) see the corrected value once. */
+  announceCorrection(device: DeviceRecord, asset: CachedAsset, valueJson: string, at: number): void {
+    this.emit('state', { device, asset, value: JSON.parse(valueJson) as JsonValue, valueJson, at, source: 'redecode', correction: true });
   }
 
   #announce(event: StateEvent): void {

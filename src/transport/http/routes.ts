@@ -11,6 +11,8 @@ import { assetView, deviceView, deviceWithAssetsView, tokenView } from '../../pi
 import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
 import { codecSettingsView, setDeviceCodec, type DeviceCodecs } from '../../pipeline/device-codecs.js';
 import type { Clock } from '../../core/time.js';
+import { parseTryBody, tryCodec } from '../../pipeline/codec-try.js';
+import { parseRedecodeBody, redecodeView, type RedecodeRunner } from '../../pipeline/redecode.js';
 import type { RequestContext, Route } from './router.js';
 import { decodeBody } from './body.js';
 
@@ -21,6 +23,7 @@ export interface ApiDeps {
   commands: CommandRouter;
   decoders: DeviceStateDecoder;
   codecs: DeviceCodecs;
+  redecode: RedecodeRunner;
   clock: Clock;
   health: () => { status: 'ok' | 'degraded' | 'failing' } & Record<string, unknown>;
   metricsText: () => string;
@@ -294,6 +297,34 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           const result = await setDeviceCodec(store, deps.codecs, deps.clock, device, body);
           catalog.invalidate();
           return { status: 200, body: result };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/codec/try',
+      methods: {
+        POST: async (ctx) => {
+          requireAdmin(ctx);
+          const device = registry.requireDevice(ctx.params.deviceId!);
+          const request = parseTryBody(await ctx.body(['json']));
+          return { status: 200, body: await tryCodec(catalog, deps.codecs, device, request) };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/redecode',
+      methods: {
+        GET: (ctx) => {
+          const device = readableDevice(ctx, ctx.principal());
+          const job = deps.redecode.jobs.get(device.id);
+          if (!job) throw new ServiceError('NOT_FOUND', `no re-decode has run for device ${device.id}`);
+          return { status: 200, body: redecodeView(job) };
+        },
+        POST: async (ctx) => {
+          requireAdmin(ctx);
+          const device = registry.requireDevice(ctx.params.deviceId!);
+          const job = deps.redecode.start(device, parseRedecodeBody(await ctx.body(['json'])));
+          return { status: 202, body: redecodeView(job), headers: { location: `/device/${device.id}/redecode` } };
         },
       },
     },

@@ -711,7 +711,8 @@ export class MqttDoor {
     const name = event.asset.name;
     this.retained.offer(deviceId, name, event.at, event.valueJson);
     const echo = assetTopic(deviceId, name, 'state');
-    if (this.#hasSubscriber(deviceId, echo)) this.#publish(echo, echoPayload(event), 1);
+    // A re-decode's correction is a feed message only: the device sent nothing to echo.
+    if (!event.correction && this.#hasSubscriber(deviceId, echo)) this.#publish(echo, echoPayload(event), 1);
     const feed = assetTopic(deviceId, name, 'feed');
     if (this.#hasSubscriber(deviceId, feed)) this.#publish(feed, feedPayload(event), 1);
   }

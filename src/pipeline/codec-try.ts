@@ -1,0 +1,155 @@
+import { ServiceError } from '../core/errors.js';
+import type { Catalog } from '../store/catalog.js';
+import type { DeviceRecord } from '../store/store.js';
+import { RedecodeJobs, type KeptRawUplink } from '../store/redecode-jobs.js';
+import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from './device-codecs.js';
+import { currentUplinkDecoder, type UplinkDecoder } from './decoders.js';
+import { evaluateUplink, parseRange, type UplinkEvaluation } from './redecode.js';
+import type { AssetRefusal } from './ingest.js';
+import { isPlainObject, member, type JsonValue } from './messages.js';
+
+export const TRY_DEFAULT_LIMIT = 100;
+export const TRY_MAX_LIMIT = 1000;
+
+export interface TryRequest {
+  settings: StoredCodecSettings;
+  limit: number;
+  from: number | null;
+  to: number | null;
+}
+
+/**
+ * The candidate: the same body as PUT /device/<id>/codec (`{"uplink": …}`), or just the uplink side
+ * (`{"format", "document" | "script" | "file"}`, the format guessed from `script`/`document` when
+ * absent), plus `limit`, `from`, `to`.
+ */
+export function parseTryBody(body: unknown): TryRequest {
+  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'a codec try body must be a JSON object: the codec settings (as for PUT /device/<id>/codec) and "limit", "from", "to"');
+  let settings: StoredCodecSettings;
+  if (member(body, 'uplink') !== undefined) settings = parseCodecSettings(body);
+  else {
+    const script = member(body, 'script');
+    const document = member(body, 'document');
+    const file = member(body, 'file');
+    if (script === undefined && document === undefined && file === undefined) {
+      throw new ServiceError('INVALID_BODY', 'the candidate codec is missing: give "uplink" (as for PUT /device/<id>/codec), or "script", "document" or "file"');
+    }
+    const format = member(body, 'format') ?? (script !== undefined ? 'js' : 'abcl');
+    settings = parseCodecSettings({ uplink: { format, script, document, file } });
+  }
+  const rawLimit = member(body, 'limit');
+  let limit = TRY_DEFAULT_LIMIT;
+  if (rawLimit !== undefined && rawLimit !== null) {
+    if (typeof rawLimit !== 'number' || !Number.isInteger(rawLimit) || rawLimit < 1 || rawLimit > TRY_MAX_LIMIT) {
+      throw new ServiceError('INVALID_BODY', `"limit" must be an integer from 1 to ${TRY_MAX_LIMIT}`);
+    }
+    limit = rawLimit;
+  }
+  return { settings, limit, ...parseRange(body) };
+}
+
+type StatesView = Record<string, { value: JsonValue; at: string | null }>;
+
+export interface CodecResultView {
+  states: StatesView;
+  warnings: string[];
+  errors: string[];
+  refused: AssetRefusal[];
+}
+
+export interface UplinkDiff {
+  added: string[];
+  removed: string[];
+  changed: Array<{ asset: string; current: { value: JsonValue; at: string | null }; candidate: { value: JsonValue; at: string | null } }>;
+  /** Errors the candidate has that the current codec does not. */
+  errors: string[];
+  /** Profile (or unknown asset) refusals the candidate would cause that the current codec does not. */
+  refused: AssetRefusal[];
+}
+
+export interface TriedUplink {
+  id: number;
+  at: string;
+  port?: number;
+  payload: string;
+  current: CodecResultView;
+  candidate: CodecResultView;
+  diff: UplinkDiff;
+}
+
+export interface TryReport {
+  /** Uplinks tried: `same` + `changed` + `errors` (the candidate could not decode it at all). */
+  summary: { same: number; changed: number; errors: number };
+  current: string;
+  candidate: string;
+  warnings: string[];
+  uplinks: TriedUplink[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function view(e: UplinkEvaluation): CodecResultView {
+  const states: StatesView = {};
+  for (const [name, s] of Object.entries(e.decoded)) states[name] = { value: s.value, at: s.at === null ? null : iso(s.at) };
+  return { states, warnings: e.warnings, errors: e.errors, refused: e.refused };
+}
+
+function diffOf(current: CodecResultView, candidate: CodecResultView): UplinkDiff {
+  const diff: UplinkDiff = { added: [], removed: [], changed: [], errors: [], refused: [] };
+  for (const [name, c] of Object.entries(candidate.states)) {
+    const was = current.states[name];
+    if (!was) diff.added.push(name);
+    else if (JSON.stringify(was.value) !== JSON.stringify(c.value) || was.at !== c.at) diff.changed.push({ asset: name, current: was, candidate: c });
+  }
+  for (const name of Object.keys(current.states)) if (!(name in candidate.states)) diff.removed.push(name);
+  const knownErrors = new Set(current.errors);
+  diff.errors = candidate.errors.filter((e) => !knownErrors.has(e));
+  const knownRefusals = new Set(current.refused.map((r) => `${r.asset}\u0000${r.error}`));
+  diff.refused = candidate.refused.filter((r) => !knownRefusals.has(`${r.asset}\u0000${r.error}`));
+  return diff;
+}
+
+const isEmpty = (d: UplinkDiff) => d.added.length + d.removed.length + d.changed.length + d.errors.length + d.refused.length === 0;
+
+/** Runs both codecs on the uplinks and compares; stores nothing. */
+export function compareCodecs(catalog: Catalog, deviceId: string, current: UplinkDecoder, candidate: UplinkDecoder, uplinks: readonly KeptRawUplink[]): Omit<TryReport, 'warnings'> {
+  const summary = { same: 0, changed: 0, errors: 0 };
+  const tried: TriedUplink[] = [];
+  for (const uplink of uplinks) {
+    const now = view(evaluateUplink(catalog, deviceId, current, uplink));
+    const next = view(evaluateUplink(catalog, deviceId, candidate, uplink));
+    const diff = diffOf(now, next);
+    if (next.errors.length > 0) summary.errors++;
+    else if (isEmpty(diff)) summary.same++;
+    else summary.changed++;
+    tried.push({
+      id: uplink.seq,
+      at: iso(uplink.at),
+      ...(uplink.port === null ? {} : { port: uplink.port }),
+      payload: uplink.payload.toString('hex').toUpperCase(),
+      current: now,
+      candidate: next,
+      diff,
+    });
+  }
+  return { summary, current: current.version, candidate: candidate.version, uplinks: tried };
+}
+
+/**
+ * Try a candidate codec on a device's kept raw uplinks (newest first) next to its current one:
+ * compiled with the same sandbox limits as a live codec, so a script that loops or eats memory is
+ * stopped and reported per uplink. Nothing is stored, and the candidate is disposed afterwards.
+ */
+export async function tryCodec(catalog: Catalog, codecs: DeviceCodecs, device: DeviceRecord, request: TryRequest): Promise<TryReport> {
+  const { codec, warnings, version } = await codecs.compile(request.settings);
+  try {
+    const candidate: UplinkDecoder = {
+      version,
+      decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
+    };
+    const uplinks = new RedecodeJobs(catalog.store).latestUplinks(device.id, request.from, request.to, request.limit);
+    return { ...compareCodecs(catalog, device.id, currentUplinkDecoder(codecs, device), candidate, uplinks), warnings };
+  } finally {
+    codec.dispose();
+  }
+}

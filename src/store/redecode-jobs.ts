@@ -1,0 +1,277 @@
+import type { Statement } from 'better-sqlite3';
+import type { Store, StoredState } from './store.js';
+
+export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
+
+/** States older than the oldest kept raw uplink: decoded from uplinks already pruned, left as they are. */
+export interface NotCovered {
+  from: number;
+  to: number;
+  states: number;
+}
+
+export interface RedecodeProblem {
+  uplink: number;
+  at: number;
+  error: string;
+}
+
+export interface RedecodeJob {
+  deviceId: string;
+  status: RedecodeStatus;
+  /** Process id of whoever runs it (the daemon or a CLI); null while queued. */
+  owner: string | null;
+  from: number | null;
+  to: number | null;
+  /** The codec version the job re-decodes with. */
+  codec: string | null;
+  /** The last raw uplink whose outcome is committed: where a resumed job continues. */
+  lastSeq: number;
+  total: number;
+  done: number;
+  replaced: number;
+  failed: number;
+  notCovered: NotCovered | null;
+  /** The first few uplinks that could not be re-decoded and why. */
+  problems: RedecodeProblem[];
+  error: string | null;
+  startedAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+export interface KeptRawUplink {
+  seq: number;
+  at: number;
+  payload: Buffer;
+  port: number | null;
+}
+
+/** The new states of one re-decoded uplink: they replace every state that uplink gave before. */
+export interface Replacement {
+  uplinkSeq: number;
+  codec: string;
+  states: StoredState[];
+}
+
+export interface LatestChange {
+  assetId: string;
+  at: number;
+  valueJson: string;
+}
+
+type Row = Record<string, unknown>;
+
+function jobFrom(row: Row): RedecodeJob {
+  return {
+    deviceId: row.device_id as string,
+    status: row.status as RedecodeStatus,
+    owner: (row.owner as string | null) ?? null,
+    from: (row.range_from as number | null) ?? null,
+    to: (row.range_to as number | null) ?? null,
+    codec: (row.codec as string | null) ?? null,
+    lastSeq: row.last_seq as number,
+    total: row.total as number,
+    done: row.done as number,
+    replaced: row.replaced as number,
+    failed: row.failed as number,
+    notCovered: row.not_covered ? (JSON.parse(row.not_covered as string) as NotCovered) : null,
+    problems: row.problems ? (JSON.parse(row.problems as string) as RedecodeProblem[]) : [],
+    error: (row.error as string | null) ?? null,
+    startedAt: row.started_at as number,
+    updatedAt: row.updated_at as number,
+    finishedAt: (row.finished_at as number | null) ?? null,
+  };
+}
+
+const NEVER = -8.64e15;
+const FOREVER = 8.64e15;
+
+/**
+ * Re-decode jobs and the history rewrites they make. Every batch of re-decoded uplinks commits in
+ * one transaction together with the job's progress, so a killed process leaves history with each
+ * uplink's states either all old or all new, and the job knows where to continue.
+ */
+export class RedecodeJobs {
+  readonly #store: Store;
+  readonly #stmts = new Map<string, Statement>();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  #stmt(sql: string): Statement {
+    let stmt = this.#stmts.get(sql);
+    if (!stmt) {
+      stmt = this.#store.db.prepare(sql);
+      this.#stmts.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  get(deviceId: string): RedecodeJob | undefined {
+    const row = this.#stmt('SELECT * FROM redecode_jobs WHERE device_id = ?').get(deviceId) as Row | undefined;
+    return row && jobFrom(row);
+  }
+
+  /** Jobs someone should be running: queued ones, and running ones (their owner may be gone). */
+  unfinished(): RedecodeJob[] {
+    return (this.#stmt("SELECT * FROM redecode_jobs WHERE status IN ('queued', 'running')").all() as Row[]).map(jobFrom);
+  }
+
+  /**
+   * Creates the device's job, replacing a finished one or one whose owner is gone; undefined when a
+   * live one holds the device (the caller answers 409). Atomic, so two processes cannot both start.
+   */
+  create(
+    job: { deviceId: string; status: 'queued' | 'running'; owner: string | null; from: number | null; to: number | null; codec: string | null; total: number; notCovered: NotCovered | null },
+    now: number,
+    isLive: (job: RedecodeJob) => boolean,
+  ): RedecodeJob | undefined {
+    return this.#store.transaction(() => {
+      const existing = this.get(job.deviceId);
+      if (existing && isLive(existing)) return undefined;
+      this.#stmt(
+        `INSERT OR REPLACE INTO redecode_jobs
+         (device_id, status, owner, range_from, range_to, codec, last_seq, total, done, replaced, failed, not_covered, problems, error, started_at, updated_at, finished_at)
+         VALUES (?, ?, ?, ?, ?, ?, 0, ?, 0, 0, 0, ?, NULL, NULL, ?, ?, NULL)`,
+      ).run(job.deviceId, job.status, job.owner, job.from, job.to, job.codec, job.total, job.notCovered ? JSON.stringify(job.notCovered) : null, now, now);
+      return this.get(job.deviceId);
+    });
+  }
+
+  /** Takes over a queued job, or a running one whose owner is gone; undefined if someone else has it. */
+  claim(deviceId: string, owner: string, now: number, isLive: (job: RedecodeJob) => boolean): RedecodeJob | undefined {
+    return this.#store.transaction(() => {
+      const job = this.get(deviceId);
+      if (!job || (job.status !== 'queued' && job.status !== 'running')) return undefined;
+      if (job.status === 'running' && isLive(job)) return undefined;
+      this.#stmt("UPDATE redecode_jobs SET status = 'running', owner = ?, updated_at = ? WHERE device_id = ?").run(owner, now, deviceId);
+      return this.get(deviceId);
+    });
+  }
+
+  /** Sets the codec version and total when the job really starts (a queued job has neither yet). */
+  begin(deviceId: string, codec: string, total: number, notCovered: NotCovered | null, now: number): void {
+    this.#stmt('UPDATE redecode_jobs SET codec = ?, total = ?, not_covered = ?, updated_at = ? WHERE device_id = ?').run(
+      codec,
+      total,
+      notCovered ? JSON.stringify(notCovered) : null,
+      now,
+      deviceId,
+    );
+  }
+
+  requeue(deviceId: string, now: number): void {
+    this.#stmt("UPDATE redecode_jobs SET status = 'queued', owner = NULL, updated_at = ? WHERE device_id = ?").run(now, deviceId);
+  }
+
+  finish(deviceId: string, status: 'done' | 'failed', error: string | null, now: number): void {
+    this.#stmt('UPDATE redecode_jobs SET status = ?, error = ?, owner = NULL, updated_at = ?, finished_at = ? WHERE device_id = ?').run(status, error, now, now, deviceId);
+  }
+
+  // ---- the raw uplinks a job works on
+
+  /**
+   * Uplinks a re-decode may rewrite: not those whose format the door fixed (CBOR declared over
+   * HTTP), nor those decoded before states remembered their uplink (their states cannot be found).
+   */
+  static readonly #ELIGIBLE = 'device_id = ? AND seq > ? AND at >= ? AND at <= ? AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
+
+  countUplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null): number {
+    return this.#stmt(`SELECT count(*) FROM raw_uplinks WHERE ${RedecodeJobs.#ELIGIBLE}`).pluck().get(deviceId, afterSeq, from ?? NEVER, to ?? FOREVER) as number;
+  }
+
+  uplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
+    return (this.#stmt(`SELECT seq, at, payload, port FROM raw_uplinks WHERE ${RedecodeJobs.#ELIGIBLE} ORDER BY seq LIMIT ?`).all(deviceId, afterSeq, from ?? NEVER, to ?? FOREVER, limit) as Row[]).map(
+      (r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }),
+    );
+  }
+
+  /** The newest `limit` raw uplinks in the range, newest first (what a codec try runs on). */
+  latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
+    return (
+      this.#stmt('SELECT seq, at, payload, port FROM raw_uplinks WHERE device_id = ? AND at >= ? AND at <= ? AND declared_format IS NULL ORDER BY seq DESC LIMIT ?').all(
+        deviceId,
+        from ?? NEVER,
+        to ?? FOREVER,
+        limit,
+      ) as Row[]
+    ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));
+  }
+
+  /**
+   * States in the range that came from a raw uplink no longer kept (pruned by count or age, or
+   * decoded before provenance was recorded): a re-decode cannot reach them.
+   */
+  notCovered(deviceId: string, from: number | null, to: number | null): NotCovered | null {
+    const row = this.#stmt(
+      `SELECT min(s.at) AS first, max(s.at) AS last, count(*) AS n FROM states s JOIN assets a ON a.id = s.asset_id
+       WHERE a.device_id = ? AND s.uplink_seq IS NOT NULL AND s.at >= ? AND s.at <= ?
+       AND NOT EXISTS (SELECT 1 FROM raw_uplinks u WHERE u.seq = s.uplink_seq)`,
+    ).get(deviceId, from ?? NEVER, to ?? FOREVER) as Row;
+    const n = row.n as number;
+    return n > 0 ? { from: row.first as number, to: row.last as number, states: n } : null;
+  }
+
+  // ---- rewriting history
+
+  /**
+   * One batch in one transaction: each replaced uplink's old states go, its new ones come (history
+   * only: latest states are recomputed once, at the end), the raw uplink records the new codec,
+   * and the job's progress moves on. Returns the assets whose history changed.
+   */
+  applyBatch(
+    deviceId: string,
+    replacements: readonly Replacement[],
+    progress: { lastSeq: number; done: number; replaced: number; failed: number; problems: RedecodeProblem[] },
+    now: number,
+  ): Set<string> {
+    const touched = new Set<string>();
+    const remove = this.#stmt('DELETE FROM states WHERE uplink_seq = ? RETURNING asset_id');
+    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
+    const mark = this.#stmt('UPDATE raw_uplinks SET decoded = 1, error = NULL, codec = ? WHERE seq = ?');
+    const advance = this.#stmt('UPDATE redecode_jobs SET last_seq = ?, done = ?, replaced = ?, failed = ?, problems = ?, updated_at = ? WHERE device_id = ?');
+    this.#store.transaction(() => {
+      for (const r of replacements) {
+        for (const row of remove.all(r.uplinkSeq) as Row[]) touched.add(row.asset_id as string);
+        for (const s of r.states) {
+          insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, r.uplinkSeq, r.codec);
+          touched.add(s.assetId);
+        }
+        mark.run(r.codec, r.uplinkSeq);
+      }
+      advance.run(progress.lastSeq, progress.done, progress.replaced, progress.failed, JSON.stringify(progress.problems), now, deviceId);
+    });
+    return touched;
+  }
+
+  /**
+   * Sets each asset's latest state from its history again and finishes the job, in one
+   * transaction. Returns the latest states that changed, for the feed.
+   */
+  settleLatest(deviceId: string, now: number): LatestChange[] {
+    // Every asset of the device, not only those this process saw change: a resumed job may have
+    // rewritten others before the restart.
+    const assetIds = this.#stmt('SELECT id FROM assets WHERE device_id = ?').pluck().all(deviceId) as string[];
+    const newest = this.#stmt('SELECT seq, at, value FROM states WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1');
+    const current = this.#stmt('SELECT at, value FROM latest_states WHERE asset_id = ?');
+    const upsert = this.#stmt(
+      `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
+       ON CONFLICT(asset_id) DO UPDATE SET seq = excluded.seq, at = excluded.at, value = excluded.value`,
+    );
+    const changes: LatestChange[] = [];
+    this.#store.transaction(() => {
+      for (const assetId of assetIds) {
+        const top = newest.get(assetId) as Row | undefined;
+        // An asset whose history is gone keeps its latest state: retention may have pruned history, not the value.
+        if (!top) continue;
+        const before = current.get(assetId) as Row | undefined;
+        upsert.run(assetId, top.seq, top.at, top.value);
+        if (!before || before.at !== top.at || before.value !== top.value) changes.push({ assetId, at: top.at as number, valueJson: top.value as string });
+      }
+      this.finish(deviceId, 'done', null, now);
+    });
+    return changes;
+  }
+}
