@@ -1,18 +1,24 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
+import { benchRedecode } from './redecode.js';
 import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
   printTable('Codecs (operations per second; ratio = codec / baseline)', rows);
   console.log(`written: ${saveResults('codec', rows)}`);
+}
+if (only.has('redecode')) {
+  const rows = await benchRedecode();
+  printTable('Re-decode (kept raw uplinks re-decoded and their states replaced; median of 3 alternating rounds)', rows);
+  console.log(`written: ${saveResults('redecode', rows)}`);
 }
 if (only.has('http')) {
   const rows = await benchHttp();
