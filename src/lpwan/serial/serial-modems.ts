@@ -73,27 +73,29 @@ export class SerialModems {
    */
   routeAllFramesRaw(): void {
     for (const source of this.sources) {
-      source.onFrame((frame) => void this.claimRaw(frame));
+      source.onFrame((frame) => {
+        if (!this.claimRaw(frame)) this.countUnclaimed(frame);
+      });
     }
   }
 
   /**
    * A frame that is not LoRaWAN for a known device: true when it came from one of these modems and
-   * that modem names a `device` (it is then decoded and stored, asynchronously); false when it is
-   * not theirs (a packet forwarder's) or the modem has no `device` (counted here as dropped; the
-   * caller may count it by its own reason too).
+   * that modem names a `device` (it is then decoded and stored, asynchronously); false leaves it to
+   * the caller, who counts it with `countUnclaimed`.
    */
   claimRaw(frame: RadioFrame): boolean {
     const route = this.#routes.get(frame.source);
-    if (!route) return false;
-    if (!route.deviceId) {
-      this.#count(frame, 'dropped_no_device');
-      return false;
-    }
+    if (!route?.deviceId) return false;
     const work = this.#storeRaw(frame, route.deviceId, route.decoder);
     this.#inFlight.add(work);
     void work.finally(() => this.#inFlight.delete(work));
     return true;
+  }
+
+  /** Counts a frame of one of these modems that nobody claimed (no LoRaWAN device, no raw `device`). */
+  countUnclaimed(frame: RadioFrame): void {
+    if (this.#routes.has(frame.source)) this.#count(frame, 'dropped_no_device');
   }
 
   /** Compiles each modem's raw codec before any door opens: a bad one stops the daemon with exit 2. */
