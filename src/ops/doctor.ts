@@ -99,8 +99,10 @@ function listeners(config: OutpostConfig): Listener[] {
   const radio = section(config, 'radio');
   const gwmp = radio?.gwmp;
   if (radio && gwmp !== false) {
-    const port = gwmp && typeof gwmp === 'object' && typeof (gwmp as { port?: unknown }).port === 'number' ? (gwmp as { port: number }).port : 1700;
-    out.push({ key: 'radio.gwmp.port', statusKey: 'gwmp', protocol: 'udp', host: '0.0.0.0', port });
+    const settings = (gwmp && typeof gwmp === 'object' ? gwmp : {}) as { port?: unknown; host?: unknown };
+    const port = typeof settings.port === 'number' ? settings.port : 1700;
+    const host = typeof settings.host === 'string' ? settings.host : '0.0.0.0';
+    out.push({ key: 'radio.gwmp.port', statusKey: 'gwmp', protocol: 'udp', host, port });
   }
   return out;
 }
@@ -248,7 +250,8 @@ export function checkSerial(config: OutpostConfig): Finding[] {
   });
 }
 
-async function checkUpstream(config: OutpostConfig, timeoutMs: number): Promise<Finding> {
+/** Exported for tests that give it an upstream section directly. */
+export async function checkUpstream(config: OutpostConfig, timeoutMs: number): Promise<Finding> {
   const upstream = section(config, 'upstream');
   const url = typeof upstream?.url === 'string' ? upstream.url : undefined;
   if (!upstream || !url) return good('upstream', 'no upstream configured (no sync)');
