@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode,ops picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { benchRedecode } from './redecode.js';
@@ -8,7 +8,7 @@ import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode,ops').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -49,4 +49,10 @@ if (only.has('sync')) {
   const rows = await benchSync();
   printTable('Upstream sync: outbox drain to mosquitto on loopback, live ingest while draining', rows);
   console.log(`written: ${saveResults('sync', rows)}`);
+}
+if (only.has('ops')) {
+  const { benchOps } = await import('./ops.js');
+  const rows = await benchOps();
+  printTable('Operations: watchdog notification cost, online backup', rows);
+  console.log(`written: ${saveResults('ops', rows)}`);
 }

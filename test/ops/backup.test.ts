@@ -7,6 +7,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CLI, ROOT, api, cli, provision, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
+import { DataDirLock } from '../../src/store/data-dir.js';
 
 function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -122,6 +123,16 @@ test('restore checks the file first and keeps the database it replaces; backup n
     f.exec('CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)');
     f.close();
     assert.match(cli(['restore', foreign, '--data', dataDir]).stderr, /not an Outpost one/);
+
+    // A daemon that holds the data dir's lock but has no control socket (yet) is found by the lock.
+    const lock = DataDirLock.acquire(dataDir);
+    try {
+      const locked = cli(['restore', good, '--data', dataDir]);
+      assert.equal(locked.code, 1);
+      assert.match(locked.stderr, new RegExp(`a daemon runs on .*\\(pid ${process.pid}\\).*DAEMON_RUNNING`));
+    } finally {
+      lock.release();
+    }
 
     const ok = cli(['restore', good, '--data', dataDir]);
     assert.equal(ok.code, 0, ok.stderr);
