@@ -199,6 +199,11 @@ export class Daemon {
       this.store.setMaxBytes(next.store.maxBytes);
       config.store.maxBytes = next.store.maxBytes;
     });
+    const upstream = this.upstream;
+    if (upstream) {
+      reloader.register('upstream', (next) => upstream.reconfigure(next.upstream));
+      this.statusSections.set('upstream', () => upstreamHealthView(upstream.health()));
+    }
     reloader.register('codec', async (next) => {
       Object.assign(config.codec.js, next.codec.js);
       await this.codecs.recompileAll();

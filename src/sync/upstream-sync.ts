@@ -57,6 +57,9 @@ export class UpstreamSync {
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #gatewayId: string | null;
   commandsReceived = 0;
+  #hooked = false;
+  /** Stalls of links replaced by a reconfigure, so the counter never goes down. */
+  #pastStalls = 0;
 
   constructor(deps: UpstreamSyncDeps) {
     this.#deps = deps;
@@ -78,7 +81,7 @@ export class UpstreamSync {
     m.counterFrom('outpost_outbox_dropped_total', 'Outbox rows dropped by maxBytes, maxAgeDays or a purge', () => o.status().dropped);
     m.counterFrom('outpost_outbox_rejected_total', 'States refused because the outbox was full (whenFull: reject-new)', () => o.status().rejected);
     m.gauge('outpost_upstream_link_up', '1 when every upstream connection is up', () => (this.link === 'up' ? 1 : 0));
-    m.counterFrom('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#links.reduce((n, l) => n + l.stalls, 0));
+    m.counterFrom('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#pastStalls + this.#links.reduce((n, l) => n + l.stalls, 0));
     m.counterFrom('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
   }
 
@@ -93,7 +96,9 @@ export class UpstreamSync {
 
   start(): void {
     const { config, writer, registry, catalog, clock, logger } = this.#deps;
-    writer.addBatchHook(this.outbox);
+    // Once: a reconfigure stops and starts the links again, the outbox hook stays.
+    if (!this.#hooked) writer.addBatchHook(this.outbox);
+    this.#hooked = true;
     registry.on('deviceChanged', this.#onDeviceChanged);
     catalog.on('externalChange', this.#onExternalChange);
     this.outbox.on('rows', this.#onRows);
@@ -158,6 +163,26 @@ export class UpstreamSync {
     this.#timers.push(setInterval(() => this.outbox.enforceAge(), 60_000).unref());
     if (this.#gatewayId !== null) this.#timers.push(setInterval(() => void this.#publishStatus(), config.statusIntervalSeconds * 1000).unref());
     this.outbox.enforceAge();
+  }
+
+  /**
+   * A config reload (docs/operations.md): the links reconnect with the new settings (URL, TLS
+   * files, token, window, backoff, bounds, device tokens); the outbox and its rows stay. Switching
+   * between a central (token + gatewayId) and per-device tokens changes what the outbox holds,
+   * so that needs a restart.
+   */
+  async reconfigure(next: UpstreamConfig): Promise<void> {
+    const config = this.#deps.config;
+    if (!next.url) throw new Error('turning upstream sync off needs a restart');
+    if (next.gatewayId !== config.gatewayId || !!next.token !== !!config.token) throw new Error('changing upstream.gatewayId, or between a gateway token and device tokens, needs a restart');
+    // Files first: a missing one refuses the reload while the running links carry on.
+    for (const key of ['ca', 'cert', 'key'] as const) readPem(next[key], key);
+    await this.stop();
+    this.#pastStalls += this.#links.reduce((n, l) => n + l.stalls, 0);
+    this.#links.length = 0;
+    this.#timers.length = 0;
+    Object.assign(config, next);
+    this.start();
   }
 
   async stop(): Promise<void> {

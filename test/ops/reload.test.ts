@@ -3,8 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { api, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
 
 async function waitForLog(daemon: RunningDaemon, pred: (entry: Record<string, any>) => boolean, after: number, what: string) {
@@ -64,6 +65,53 @@ test('SIGHUP changes the log level and a limit without dropping a connected MQTT
     assert.equal(await daemon.stop(), 0);
   } finally {
     await daemon.stop();
+    removeDir(dir);
+  }
+});
+
+test('SIGHUP points upstream sync at a new URL: the outbox drains there, status shows the link', async () => {
+  const dir = tempDataDir();
+  const gatewayDir = join(dir, 'gateway');
+  // The upstream: another Outpost, used as a third-party upstream with one device token.
+  const central = await startDaemon({ dataDir: join(dir, 'central') });
+  const closed = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+  let gateway: RunningDaemon | undefined;
+  try {
+    const remote = provision(central.dataDir, [{ name: 'level', is: 'sensor', profile: { type: 'number' } }]);
+    const local = provision(gatewayDir, [{ name: 'level', is: 'sensor', profile: { type: 'number' } }]);
+    const configFile = join(dir, 'gateway.json');
+    const upstream = (url: string) => JSON.stringify({ version: 1, upstream: { url, reconnectMinMs: 200, reconnectMaxMs: 500, devices: { [local.device.id]: { id: remote.device.id, token: remote.device.token } } } });
+    writeFileSync(configFile, upstream(`mqtt://127.0.0.1:${closed}`));
+    gateway = await startDaemon({ dataDir: gatewayDir, args: ['--config', configFile] });
+    assert.equal((await api(gateway.url, 'PUT', `/device/${local.device.id}/asset/level/state`, { token: local.device.token, json: { value: 42 } })).status, 200);
+    const down = cliJson<{ upstream: { link: string; depth: number } }>(['status'], gatewayDir);
+    assert.equal(down.upstream.link, 'down');
+    assert.ok(down.upstream.depth >= 1, 'the state waits in the outbox');
+
+    writeFileSync(configFile, upstream(`mqtt://127.0.0.1:${central.mqttPort}`));
+    const mark = gateway.logs.length;
+    gateway.proc.kill('SIGHUP');
+    const line = await waitForLog(gateway, (e) => e.msg === 'config reloaded', mark, '"config reloaded"');
+    assert.deepEqual(line.changed, ['upstream.url']);
+    assert.deepEqual(line.needsRestart, []);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const got = await api(central.url, 'GET', `/device/${remote.device.id}/asset/level/state`, { token: remote.app.token });
+      if ((got.body?.state?.value ?? got.body?.value) === 42) break;
+      if (Date.now() > deadline) throw new Error(`the state did not reach the new upstream: ${got.text}\n${gateway.logs.slice(mark).join('\n')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const up = cliJson<{ upstream: { link: string } }>(['status'], gatewayDir);
+    assert.equal(up.upstream.link, 'up');
+    assert.equal(await gateway.stop(), 0);
+  } finally {
+    await gateway?.stop();
+    await central.stop();
     removeDir(dir);
   }
 });
