@@ -189,10 +189,18 @@ export class Daemon {
       config.log.level = next.log.level;
       this.logger.level = next.log.level;
     });
-    reloader.register('limits', (next) => {
-      Object.assign(config.limits, next.limits);
+    // Limits read per use from config.limits (registry, pruner) or handed over here (rate limiter).
+    // Listed one by one: a limit added later is copied somewhere at start until shown otherwise,
+    // so it is reported as needing a restart (limits.jsonDepth is, for one).
+    const liveLimits = ['rate', 'burst', 'assetsPerDevice', 'historyPerAsset', 'historyDays', 'rawUplinksPerDevice', 'rawUplinkDays'] as const;
+    const applyLimits = (next: OutpostConfig, changed: string[]) => {
+      for (const key of changed) {
+        const name = key.slice('limits.'.length) as (typeof liveLimits)[number];
+        (config.limits as Record<string, unknown>)[name] = next.limits[name];
+      }
       this.rateLimiter.reconfigure(config.limits.rate, config.limits.burst);
-    });
+    };
+    for (const name of liveLimits) reloader.register(`limits.${name}`, applyLimits);
     reloader.register('http.bodyLimit', (next) => void (config.http.bodyLimit = next.http.bodyLimit));
     reloader.register('mqtt.payloadLimit', (next) => void (config.mqtt.payloadLimit = next.mqtt.payloadLimit));
     reloader.register('store.maxBytes', (next) => {

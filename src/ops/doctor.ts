@@ -98,8 +98,9 @@ function listeners(config: OutpostConfig): Listener[] {
   }
   const radio = section(config, 'radio');
   const gwmp = radio?.gwmp;
-  if (radio && gwmp !== false) {
-    const settings = (gwmp && typeof gwmp === 'object' ? gwmp : {}) as { port?: unknown; host?: unknown };
+  // Only when the configuration has a packet forwarder door (radio.gwmp an object; false = off).
+  if (gwmp && typeof gwmp === 'object') {
+    const settings = gwmp as { port?: unknown; host?: unknown };
     const port = typeof settings.port === 'number' ? settings.port : 1700;
     const host = typeof settings.host === 'string' ? settings.host : '0.0.0.0';
     out.push({ key: 'radio.gwmp.port', statusKey: 'gwmp', protocol: 'udp', host, port });
