@@ -24,11 +24,23 @@ export interface RadioFrame {
   /** The forwarder's own clock, kept for events only (forwarders without GPS are often wrong). */
   gatewayTime?: string;
   /**
+   * Every receiver that heard this same frame (a source that deduplicates copies from several
+   * gateways reports them all here; the frame's own fields are those of the best one).
+   */
+  heardBy?: RadioReception[];
+  /**
    * What the source needs to answer this frame in RX1/RX2 (a concentrator `tmst` and the gateway
    * EUI, or the modem's line-arrival time). Opaque to the network server: it hands it back in
    * `RadioTransmission.replyTo`.
    */
   replyTo: unknown;
+}
+
+export interface RadioReception {
+  source: string;
+  rssi?: number;
+  snr?: number;
+  gatewayTime?: string;
 }
 
 export interface RadioTransmission {
