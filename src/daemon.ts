@@ -34,11 +34,14 @@ import { GatewayRegistry } from './sync/central/gateway-registry.js';
 import { CatalogIntake } from './sync/central/catalog-intake.js';
 import { GatewayHub } from './sync/central/gateway-hub.js';
 import { gatewayRoutes } from './transport/http/gateway-routes.js';
+import { DeviceEvents } from './pipeline/device-events.js';
+import { RadioService } from './lpwan/radio-service.js';
 
 export interface DaemonPorts {
   http?: number;
   mqtt?: number;
   mqttTls?: number;
+  gwmp?: number;
 }
 
 /**
@@ -66,6 +69,8 @@ export class Daemon {
   /** The configured serial LoRa modems (`radio.serial`) and their raw point-to-point path. */
   readonly serialModems: SerialModems;
   readonly redecode: RedecodeRunner;
+  readonly events = new DeviceEvents();
+  readonly radio: RadioService;
   readonly #pruner: HistoryPruner;
   readonly #startedAt: number;
   readonly #version = programVersion();
@@ -170,9 +175,16 @@ export class Daemon {
       logger,
       metrics: this.metrics,
     });
-    // No LoRaWAN network server yet: every frame a modem hears takes the raw point-to-point path.
-    this.serialModems.routeAllFramesRaw();
-    if (this.serialModems.sources.length > 0) this.statusSections.set('radio', () => ({ serial: this.serialModems.health() }));
+    // The radio sink comes before the MQTT one (added when the door starts): a command it refuses
+    // (bad FPort, not encodable) is refused before any MQTT subscriber has received it.
+    this.radio = new RadioService({ config, store: this.store, catalog: this.catalog, pipeline: this.pipeline, codecs: this.codecs, decoders: this.decoders, events: this.events, clock, logger, metrics: this.metrics });
+    this.commands.addSink(this.radio.sink);
+    this.registry.on('deviceDeleted', (deviceId: string) => this.radio.deviceDeleted(deviceId));
+    this.catalog.on('externalChange', () => this.radio.syncFromStore());
+    // Modems feed the network server too: frames that are LoRaWAN for a known device take that
+    // path, the rest go to the modem's raw point-to-point codec (or are counted and dropped).
+    for (const source of this.serialModems.sources) this.radio.server.attach(source);
+    this.radio.server.unclaimed = (frame) => this.serialModems.claimRaw(frame);
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
     this.reloader = new ConfigReloader(config);
@@ -254,6 +266,7 @@ export class Daemon {
       schemaVersion: this.store.db.pragma('user_version', { simple: true }),
       ...(upstream ? { upstream: upstreamHealthView(upstream) } : {}),
       ...(this.serialModems.sources.length > 0 ? { serial: this.serialModems.health() } : {}),
+      radio: this.radio.health(),
     };
   }
 
@@ -321,6 +334,7 @@ export class Daemon {
           decoders: this.decoders,
           codecs: this.codecs,
           redecode: this.redecode,
+          lorawan: this.radio.provisioning,
           clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
@@ -347,6 +361,7 @@ export class Daemon {
         registry: this.registry,
         commands: this.commands,
         decoders: this.decoders,
+        events: this.events,
         rateLimiter: this.rateLimiter,
         metrics: this.metrics,
         logger: this.logger,
@@ -369,6 +384,7 @@ export class Daemon {
     await this.serialModems.start();
     // After the doors: the command sinks (MQTT, radio) are in place before upstream commands arrive.
     this.upstream?.start();
+    Object.assign(ports, await this.radio.start());
     this.#timers.push(setInterval(() => this.#pruner.run(), this.config.store.pruneIntervalSeconds * 1000).unref());
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(this.clock.now()), 60_000).unref());
     // Notices CLI changes (revoked tokens) even when no request arrives to trigger the check.
@@ -392,6 +408,8 @@ export class Daemon {
       await closed;
       clearTimeout(deadline);
     }
+    // Radio before MQTT: uplinks being handled still commit and announce their states.
+    await this.radio.stop();
     // MQTT after HTTP, before the last commit: states in flight still reach the database.
     if (this.#mqtt) await this.#mqtt.stop();
     await this.serialModems.stop();

@@ -17,6 +17,9 @@ import { ServiceHooks } from '../ops/service.js';
 import { programVersion } from '../version.js';
 import { formatTable } from './table.js';
 import { SYNC_USAGE, runSyncCommand } from './sync-commands.js';
+import { LorawanProvisioning } from '../lpwan/provisioning.js';
+import { LorawanDeviceStore } from '../store/lorawan-devices.js';
+import { DownlinkQueueStore } from '../store/downlink-queue.js';
 
 const USAGE = `usage: outpost <command> [options]
 
@@ -33,6 +36,9 @@ const USAGE = `usage: outpost <command> [options]
                                                     try a codec on the device's kept raw uplinks; changes nothing
   device redecode <DeviceID> [--from T] [--to T] [--json]
                                                     re-decode kept raw uplinks with the current codec, with a progress bar
+  device lorawan <DeviceID> abp --devaddr H --nwkskey H --appskey H [--fcnt-up N] [--fcnt-down N] [--deveui H] [--port N]
+  device lorawan <DeviceID> otaa --deveui H --joineui H --appkey H [--port N]
+  device lorawan <DeviceID> show|delete            LoRaWAN settings (see docs/lpwan.md)
   asset create <DeviceID> --name N --is sensor|actuator|virtual|config --profile '<json>' [--json]
   asset list <DeviceID> [--json]
   token create --name N --scopes read,command,admin [--json]
@@ -151,6 +157,14 @@ export async function main(argv: string[]): Promise<number> {
       limit: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      devaddr: { type: 'string' },
+      nwkskey: { type: 'string' },
+      appskey: { type: 'string' },
+      'fcnt-up': { type: 'string' },
+      'fcnt-down': { type: 'string' },
+      deveui: { type: 'string' },
+      joineui: { type: 'string' },
+      appkey: { type: 'string' },
     },
   });
   const config = configFrom(values);
@@ -251,6 +265,50 @@ export async function main(argv: string[]): Promise<number> {
       if (from !== null && to !== null && from > to) throw new UsageError('--from must not be later than --to');
       return runRedecode(config, deviceId, { from, to, json }, write, (text) => process.stderr.write(text));
     }
+    case 'device lorawan':
+      return withRegistry(config, (registry, store) => {
+        const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
+        const action = requireArg(positionals, 2, 'abp, otaa, show or delete');
+        const provisioning = new LorawanProvisioning(new LorawanDeviceStore(store.db), new DownlinkQueueStore(store.db), systemClock);
+        const integer = (name: 'fcnt-up' | 'fcnt-down' | 'port') => {
+          const raw = values[name];
+          if (raw === undefined) return undefined;
+          if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a non-negative integer`);
+          return Number(raw);
+        };
+        const describe = (v: ReturnType<LorawanProvisioning['get']>) =>
+          [
+            `device ${device.id}: LoRaWAN ${v.activation.toUpperCase()}, class ${v.class}, ${v.joined ? `DevAddr ${v.devAddr}` : 'not joined yet'}`,
+            `  DevEUI ${v.devEui ?? '-'}  JoinEUI ${v.joinEui ?? '-'}  FPort ${v.fPort}  FCntUp ${v.fCntUp}  FCntDown ${v.fCntDown}  queued ${v.queued}`,
+            v.lastUplink ? `  last uplink ${v.lastUplink.at} fCnt ${v.lastUplink.fCnt} via ${v.lastUplink.source}` : '  no uplink yet',
+          ].join('\n');
+        switch (action) {
+          case 'abp':
+          case 'otaa': {
+            const body: Record<string, unknown> =
+              action === 'abp'
+                ? { activation: 'abp', devAddr: values.devaddr, nwkSKey: values.nwkskey, appSKey: values.appskey, fCntUp: integer('fcnt-up'), fCntDown: integer('fcnt-down'), devEui: values.deveui }
+                : { activation: 'otaa', devEui: values.deveui, joinEui: values.joineui, appKey: values.appkey };
+            const port = integer('port');
+            if (port !== undefined) body.fPort = port;
+            for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
+            const view = provisioning.put(device.id, body);
+            show(view, () => describe(view));
+            return 0;
+          }
+          case 'show': {
+            const view = provisioning.get(device.id);
+            show(view, () => describe(view));
+            return 0;
+          }
+          case 'delete':
+            provisioning.delete(device.id);
+            show({ deleted: device.id }, () => `LoRaWAN settings, session and downlink queue of device ${device.id} deleted`);
+            return 0;
+          default:
+            throw new UsageError(`unknown lorawan action "${action}": use abp, otaa, show or delete`);
+        }
+      });
     case 'asset create':
       return withRegistry(config, (registry, store) => {
         const deviceId = requireArg(positionals, 1, '<DeviceID>');

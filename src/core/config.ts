@@ -32,12 +32,23 @@ export interface OutpostConfig {
     rawUplinksPerDevice: number;
     rawUplinkDays: number;
     jsonDepth: number;
+    downlinksPerDevice: number;
+    downlinkTtlSeconds: number;
   };
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
   upstream: UpstreamConfig;
-  /** Radio sources; absent when none is configured. */
-  radio?: { serial?: SerialModemConfig[] };
+  /** Radio: the LoRaWAN region, the packet forwarder door and serial modems (docs/lpwan.md). */
+  radio: RadioConfig;
+}
+
+export interface RadioConfig {
+  region: 'EU868' | 'US915';
+  /** 6 hex digits; OTAA DevAddrs carry its NwkID. */
+  netId: string;
+  /** The Semtech UDP packet forwarder door; `false` turns it off. */
+  gwmp: { host: string; port: number; dedupWindowMs: number } | false;
+  serial?: SerialModemConfig[];
 }
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
@@ -111,6 +122,8 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     rawUplinksPerDevice: 1000,
     rawUplinkDays: 30,
     jsonDepth: 32,
+    downlinksPerDevice: 16,
+    downlinkTtlSeconds: 86400,
   },
   store: { synchronous: 'full', pruneIntervalSeconds: 60, maxBytes: 0, checkOnStart: true },
   codec: { js: { memoryBytes: 16 * 1024 * 1024, stackBytes: 256 * 1024, timeoutMs: 100, scriptBytes: 64 * 1024 } },
@@ -131,6 +144,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     stallSeconds: 60,
     statusIntervalSeconds: 60,
   },
+  radio: { region: 'EU868', netId: '000000', gwmp: { host: '0.0.0.0', port: 1700, dedupWindowMs: 200 }, serial: [] },
 };
 
 const port = { type: 'integer', minimum: 0, maximum: 65535 };
@@ -192,6 +206,8 @@ const CONFIG_SCHEMA = strict({
     rawUplinkDays: positive,
     // Above a few hundred levels recursive code (JSON.stringify, validation) could run out of stack.
     jsonDepth: { type: 'integer', minimum: 2, maximum: 256 },
+    downlinksPerDevice: positive,
+    downlinkTtlSeconds: positive,
   }),
   store: strict({ synchronous: { enum: ['normal', 'full'] }, pruneIntervalSeconds: positive, maxBytes: nonNegative, checkOnStart: { type: 'boolean' } }),
   codec: strict({
@@ -217,7 +233,14 @@ const CONFIG_SCHEMA = strict({
     stallSeconds: positive,
     statusIntervalSeconds: positive,
   }),
-  radio: strict({ serial: { type: 'array', items: SERIAL_MODEM_SCHEMA } }),
+  radio: strict({
+    region: { enum: ['EU868', 'US915'] },
+    netId: { type: 'string', pattern: '^[0-9A-Fa-f]{6}$' },
+    gwmp: {
+      anyOf: [{ const: false }, strict({ host: { type: 'string', minLength: 1 }, port, dedupWindowMs: { type: 'integer', minimum: 0, maximum: 2000 } })],
+    },
+    serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
+  }),
 });
 
 /** Rules across keys of `upstream` that the schema cannot say. */
@@ -266,6 +289,7 @@ const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
   ['OUTPOST_DATA_DIR', ['dataDir'], 'string'],
   ['OUTPOST_HTTP_PORT', ['http', 'port'], 'integer'],
   ['OUTPOST_MQTT_PORT', ['mqtt', 'port'], 'integer'],
+  ['OUTPOST_GWMP_PORT', ['radio', 'gwmp', 'port'], 'integer'],
   ['OUTPOST_LOG_LEVEL', ['log', 'level'], 'string'],
   ['OUTPOST_ROLE', ['role'], 'string'],
   ['OUTPOST_RATE_LIMIT', ['limits', 'rate'], 'integer'],

@@ -192,6 +192,7 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
       message = req.decode(device, receivedAt);
     } catch (err) {
       if (isServiceError(err)) this.reportRefusal(device.id, req.topic, err);
+      if (req.alongside) await this.#writer.write([], req.alongside);
       throw err;
     }
     if (message.failure) {

@@ -161,6 +161,49 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       );
       CREATE INDEX gateway_commands_gateway ON gateway_commands(gateway_id, seq);
     `),
+  // 5: LoRaWAN devices with their current session, used OTAA DevNonces, and the downlink queue.
+  (db) =>
+    db.exec(`
+      CREATE TABLE lorawan_devices (
+        device_id TEXT PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+        activation TEXT NOT NULL,
+        dev_eui TEXT UNIQUE,
+        join_eui TEXT,
+        app_key BLOB,
+        f_port INTEGER NOT NULL,
+        class TEXT NOT NULL,
+        dev_addr TEXT,
+        nwk_s_key BLOB,
+        app_s_key BLOB,
+        f_cnt_up INTEGER NOT NULL,
+        f_cnt_down INTEGER NOT NULL,
+        joined_at INTEGER,
+        last_uplink TEXT,
+        settings_version INTEGER NOT NULL,
+        updated_on INTEGER NOT NULL
+      );
+      CREATE INDEX lorawan_devices_addr ON lorawan_devices(dev_addr);
+      CREATE TABLE lorawan_dev_nonces (
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        dev_nonce INTEGER NOT NULL,
+        PRIMARY KEY (device_id, dev_nonce)
+      ) WITHOUT ROWID;
+      CREATE TABLE downlinks (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+        f_port INTEGER NOT NULL,
+        confirmed INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        f_cnt INTEGER,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        finished_at INTEGER
+      );
+      CREATE INDEX downlinks_device ON downlinks(device_id, finished_at, seq);
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

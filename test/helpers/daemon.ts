@@ -26,6 +26,8 @@ export interface RunningDaemon {
   dataDir: string;
   httpPort: number;
   mqttPort: number;
+  /** UDP port of the packet forwarder door. */
+  gwmpPort: number;
   url: string;
   /** Every stdout line so far (pino JSON). */
   logs: string[];
@@ -78,6 +80,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     dataDir,
     httpPort,
     mqttPort: ready.ports.mqtt ?? 0,
+    gwmpPort: ready.ports.gwmp ?? 0,
     url: `http://127.0.0.1:${httpPort}`,
     logs,
     exited,

@@ -13,6 +13,7 @@ import { codecSettingsView, setDeviceCodec, type DeviceCodecs } from '../../pipe
 import type { Clock } from '../../core/time.js';
 import { parseTryBody, tryCodec } from '../../pipeline/codec-try.js';
 import { parseRedecodeBody, redecodeView, type RedecodeRunner } from '../../pipeline/redecode.js';
+import type { LorawanProvisioning } from '../../lpwan/provisioning.js';
 import type { RequestContext, Route } from './router.js';
 import { decodeBody } from './body.js';
 
@@ -24,6 +25,7 @@ export interface ApiDeps {
   decoders: DeviceStateDecoder;
   codecs: DeviceCodecs;
   redecode: RedecodeRunner;
+  lorawan?: LorawanProvisioning;
   clock: Clock;
   health: () => { status: 'ok' | 'degraded' | 'failing' } & Record<string, unknown>;
   metricsText: () => string;
@@ -83,6 +85,10 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     const device = registry.requireDevice(ctx.params.deviceId!);
     if (!canManageAssets(p, device.id)) forbid(`this token may not change the assets of device ${device.id}`);
     return device;
+  };
+  const requireLorawan = (): LorawanProvisioning => {
+    if (!deps.lorawan) throw new ServiceError('NOT_FOUND', 'the radio side is not running in this instance');
+    return deps.lorawan;
   };
   const requireAdmin = (ctx: RequestContext) => {
     if (!isAdmin(ctx.principal())) forbid('this needs an application token with the "admin" scope');
@@ -352,6 +358,34 @@ export function apiRoutes(deps: ApiDeps): Route[] {
               next: page.next,
             },
           };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/lorawan',
+      methods: {
+        GET: (ctx) => {
+          requireAdmin(ctx);
+          return { status: 200, body: requireLorawan().get(registry.requireDevice(ctx.params.deviceId!).id) };
+        },
+        PUT: async (ctx) => {
+          requireAdmin(ctx);
+          const device = registry.requireDevice(ctx.params.deviceId!);
+          return { status: 200, body: requireLorawan().put(device.id, await ctx.body(['json'])) };
+        },
+        DELETE: (ctx) => {
+          requireAdmin(ctx);
+          requireLorawan().delete(registry.requireDevice(ctx.params.deviceId!).id);
+          return { status: 204 };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/downlinks',
+      methods: {
+        GET: (ctx) => {
+          requireAdmin(ctx);
+          return { status: 200, body: requireLorawan().downlinks(registry.requireDevice(ctx.params.deviceId!).id) };
         },
       },
     },

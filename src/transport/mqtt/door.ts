@@ -14,6 +14,7 @@ import { echoPayload, feedPayload } from '../../pipeline/ingest.js';
 import type { CommandRouter } from '../../pipeline/commands.js';
 import type { Registry } from '../../pipeline/registry.js';
 import type { DeviceStateDecoder } from '../../pipeline/decoders.js';
+import { eventPayload, type DeviceEvent, type DeviceEvents } from '../../pipeline/device-events.js';
 import { hasMember, isPlainObject, parseJson, parseMqttAssetState } from '../../pipeline/messages.js';
 import type { MetricsRegistry, Counter, Histogram } from '../../ops/metrics.js';
 import type { Logger } from '../../ops/logger.js';
@@ -23,7 +24,7 @@ import { RetainedFeed, feedMessage } from './retained-feed.js';
 import { MqttCommandSink } from './command-sink.js';
 import { createFanout } from './fanout.js';
 import { guardPacketSizes, PUBLISH_HEADER_ROOM, type PacketLimits, type PacketViolation } from './packet-guard.js';
-import { assetTopic, errorsTopic, filterMatches, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
+import { assetTopic, errorsTopic, eventsTopic, filterMatches, parsePublishTopic, topicKind, type PublishTopic } from './topics.js';
 
 export interface MqttDoorDeps {
   config: OutpostConfig['mqtt'];
@@ -32,6 +33,8 @@ export interface MqttDoorDeps {
   registry: Registry;
   commands: CommandRouter;
   decoders: DeviceStateDecoder;
+  /** Radio and delivery events, published on `device/<id>/events` (QoS 0). */
+  events?: DeviceEvents;
   rateLimiter: RateLimiter;
   metrics: MetricsRegistry;
   logger: Logger;
@@ -130,6 +133,10 @@ export class MqttDoor {
   readonly #reportsDropped: Counter;
   readonly #onState = (event: StateEvent) => this.#publishState(event);
   readonly #onRefused = (event: RefusalEvent) => this.#publishRefusal(event);
+  readonly #onDeviceEvent = (deviceId: string, event: DeviceEvent) => {
+    const topic = eventsTopic(deviceId);
+    if (this.#hasSubscriber(deviceId, topic)) this.#publish(topic, eventPayload(event), 0);
+  };
 
   /** Read per message from the live config: a config reload may change it. */
   get #payloadLimit(): number {
@@ -207,6 +214,7 @@ export class MqttDoor {
 
     pipeline.on('state', this.#onState);
     pipeline.on('refused', this.#onRefused);
+    this.#deps.events?.on('event', this.#onDeviceEvent);
     registry.on('tokenRevoked', this.#onTokenRevoked);
     registry.on('assetDeleted', this.#onAssetDeleted);
     registry.on('deviceDeleted', this.#onDeviceDeleted);
@@ -240,6 +248,7 @@ export class MqttDoor {
     this.#flushCounts();
     pipeline.off('state', this.#onState);
     pipeline.off('refused', this.#onRefused);
+    this.#deps.events?.off('event', this.#onDeviceEvent);
     registry.off('tokenRevoked', this.#onTokenRevoked);
     registry.off('assetDeleted', this.#onAssetDeleted);
     registry.off('deviceDeleted', this.#onDeviceDeleted);

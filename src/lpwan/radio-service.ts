@@ -1,0 +1,131 @@
+import type { OutpostConfig } from '../core/config.js';
+import type { Clock } from '../core/time.js';
+import type { Logger } from '../ops/logger.js';
+import type { MetricsRegistry } from '../ops/metrics.js';
+import type { Catalog } from '../store/catalog.js';
+import type { Store } from '../store/store.js';
+import { LorawanDeviceStore } from '../store/lorawan-devices.js';
+import { DownlinkQueueStore } from '../store/downlink-queue.js';
+import type { StatePipeline } from '../pipeline/ingest.js';
+import type { DeviceCodecs } from '../pipeline/device-codecs.js';
+import type { DeviceStateDecoder } from '../pipeline/decoders.js';
+import type { DeviceEvents } from '../pipeline/device-events.js';
+import type { RadioSource } from './radio.js';
+import { regionByName } from './lorawan/regions.js';
+import { SessionRegistry } from './session-registry.js';
+import { DownlinkQueue } from './downlink-queue.js';
+import { NetworkServer } from './network-server.js';
+import { LpwanCommandSink } from './command-sink.js';
+import { LorawanProvisioning } from './provisioning.js';
+import { GwmpDoor } from './gwmp/door.js';
+
+export interface RadioServiceDeps {
+  config: OutpostConfig;
+  store: Store;
+  catalog: Catalog;
+  pipeline: StatePipeline;
+  codecs: DeviceCodecs;
+  decoders: DeviceStateDecoder;
+  events: DeviceEvents;
+  clock: Clock;
+  logger: Logger;
+  metrics: MetricsRegistry;
+}
+
+/**
+ * The radio side of the gateway in one place: LoRaWAN provisioning, sessions, the downlink queue,
+ * the network server and its radio sources (the packet forwarder door by default; serial modems are
+ * added with `addSource`). The daemon starts and stops it like a door.
+ */
+export class RadioService {
+  readonly provisioning: LorawanProvisioning;
+  readonly sessions: SessionRegistry;
+  readonly queue: DownlinkQueue;
+  readonly server: NetworkServer;
+  readonly sink: LpwanCommandSink;
+  readonly gwmp: GwmpDoor | undefined;
+  readonly #sources: RadioSource[] = [];
+  readonly #deps: RadioServiceDeps;
+  readonly #queueStore: DownlinkQueueStore;
+  #pruneTimer: NodeJS.Timeout | undefined;
+
+  constructor(deps: RadioServiceDeps) {
+    this.#deps = deps;
+    const { config, store, clock } = deps;
+    const devices = new LorawanDeviceStore(store.db);
+    this.#queueStore = new DownlinkQueueStore(store.db);
+    this.sessions = new SessionRegistry(devices);
+    this.sessions.loadAll();
+    this.queue = new DownlinkQueue(this.#queueStore, deps.events, clock, { perDevice: config.limits.downlinksPerDevice, ttlMs: config.limits.downlinkTtlSeconds * 1000 });
+    this.provisioning = new LorawanProvisioning(devices, this.#queueStore, clock);
+    this.provisioning.onChange = (deviceId) => {
+      this.sessions.reload(deviceId);
+      if (!this.sessions.device(deviceId)) this.queue.forget(deviceId);
+    };
+    const region = regionByName(config.radio.region);
+    this.server = new NetworkServer({
+      store,
+      devices,
+      sessions: this.sessions,
+      queue: this.queue,
+      catalog: deps.catalog,
+      pipeline: deps.pipeline,
+      decoders: deps.decoders,
+      events: deps.events,
+      clock,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      region,
+      netId: config.radio.netId.toUpperCase(),
+    });
+    this.sink = new LpwanCommandSink(this.sessions, deps.codecs, this.queue);
+    const gwmp = config.radio.gwmp;
+    if (gwmp) {
+      this.gwmp = new GwmpDoor({ port: gwmp.port, host: gwmp.host, dedupWindowMs: gwmp.dedupWindowMs, clock, logger: deps.logger, metrics: deps.metrics });
+      this.addSource(this.gwmp);
+    }
+  }
+
+  /** A radio source (a serial modem) whose frames go to the network server. Call before `start`. */
+  addSource(source: RadioSource): void {
+    this.#sources.push(source);
+    this.server.attach(source);
+  }
+
+  get sources(): readonly RadioSource[] {
+    return this.#sources;
+  }
+
+  /** Settings changed by another process (the CLI): reload sessions and queue counts. */
+  syncFromStore(): void {
+    this.sessions.loadAll();
+    this.queue.reloadCounts();
+  }
+
+  deviceDeleted(deviceId: string): void {
+    this.sessions.remove(deviceId);
+    this.queue.forget(deviceId);
+  }
+
+  async start(): Promise<{ gwmp?: number }> {
+    for (const source of this.#sources) await source.start();
+    this.#pruneTimer = setInterval(() => this.#queueStore.pruneFinished(50), 60_000).unref();
+    return this.gwmp ? { gwmp: this.gwmp.port } : {};
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#pruneTimer);
+    for (const source of this.#sources) {
+      try {
+        await source.stop();
+      } catch (err) {
+        this.#deps.logger.warn({ err, source: source.name }, 'radio source did not stop cleanly');
+      }
+    }
+    await this.server.settle();
+  }
+
+  health(): Record<string, unknown> {
+    return { devices: this.sessions.size, sources: this.#sources.map((s) => s.health()) };
+  }
+}

@@ -1,0 +1,23 @@
+import { EventEmitter } from 'node:events';
+
+/**
+ * Radio and delivery events of a device (`device/<id>/events`, docs/mqtt.md): uplink metadata,
+ * joins, refusals and downlink outcomes. Producers emit plain objects with a `type`; the MQTT door
+ * publishes them (QoS 0) with the `at` they carry.
+ */
+export interface DeviceEvent {
+  type: string;
+  at: number;
+  [member: string]: unknown;
+}
+
+export class DeviceEvents extends EventEmitter<{ event: [deviceId: string, event: DeviceEvent] }> {
+  publish(deviceId: string, event: DeviceEvent): void {
+    this.emit('event', deviceId, event);
+  }
+}
+
+/** The JSON of an event: `at` as the service's ISO form, then the event's own members. */
+export function eventPayload(event: DeviceEvent): string {
+  return JSON.stringify({ ...event, at: new Date(event.at).toISOString() });
+}
