@@ -10,7 +10,7 @@ import type { DownlinkRecord } from '../store/downlink-queue.js';
 import type { StatePipeline } from '../pipeline/ingest.js';
 import type { DeviceEvents } from '../pipeline/device-events.js';
 import type { DeviceStateDecoder } from '../pipeline/decoders.js';
-import { publishUplink } from '../pipeline/uplinks.js';
+import type { DeviceCodecs } from '../pipeline/device-codecs.js';
 import type { RadioFrame, RadioSource } from './radio.js';
 import { cryptFrmPayload, deriveSessionKeys, Direction } from './lorawan/crypto.js';
 import { buildDataDownlink, buildJoinAccept, dataMicValid, joinRequestMicValid, onAirBytes, parseUplink, printedHex, type DataUplink, type JoinRequest } from './lorawan/phy.js';
@@ -46,6 +46,7 @@ export interface NetworkServerDeps {
   queue: DownlinkQueue;
   catalog: Catalog;
   pipeline: StatePipeline;
+  codecs: DeviceCodecs;
   decoders: DeviceStateDecoder;
   events: DeviceEvents;
   clock: Clock;
@@ -273,14 +274,19 @@ export class NetworkServer {
     try {
       if (!this.#d.catalog.device(device.deviceId)) return;
       if (application) {
-        // The payload takes the same road as any door's bytes: codec with the FPort, raw bytes kept,
-        // states and these counters in one transaction.
-        await publishUplink(
-          this.#d.pipeline,
-          this.#d.decoders,
-          { deviceId: device.deviceId, payload: plain, fPort: up.fPort, source: frame.source, receivedAt: frame.receivedAt },
-          { topic, alongside },
-        );
+        // The payload takes the same road as any door's bytes: raw bytes kept, states and these
+        // counters in one transaction.
+        const raw = { deviceId: device.deviceId, payload: plain, fPort: up.fPort, source: frame.source, receivedAt: frame.receivedAt };
+        await this.#d.pipeline.publishDeviceState({
+          deviceId: device.deviceId,
+          source: frame.source,
+          topic,
+          receivedAt: frame.receivedAt,
+          alongside,
+          // The device's codec gets the FPort; a device without one decodes by its payload format (CBOR by default).
+          decode: (record) =>
+            this.#d.codecs.get(record) ? this.#d.decoders.decodeUplink(record, raw) : this.#d.decoders.decodeByDeviceFormat(record, plain, 'uplink', frame.source, frame.receivedAt),
+        });
       } else {
         // FPort 0 (MAC commands) or no payload: nothing for the codec, but the counters still commit.
         await this.#d.pipeline.publishDeviceState({ deviceId: device.deviceId, source: frame.source, topic, receivedAt: frame.receivedAt, alongside, decode: () => ({ states: {} }) });

@@ -70,6 +70,7 @@ export class RadioService {
       queue: this.queue,
       catalog: deps.catalog,
       pipeline: deps.pipeline,
+      codecs: deps.codecs,
       decoders: deps.decoders,
       events: deps.events,
       clock,

@@ -237,7 +237,13 @@ test('frame counters survive kill -9: a replay after the restart is refused', as
     assert.deepEqual(history.body.data.map((s: { value: number }) => s.value), [6, 5, 4, 3, 2, 1, 0]);
   } finally {
     if (second) await teardown(second);
-    else removeDir(first.daemon.dataDir);
+    else {
+      // Failed before the kill: the first daemon is still running and must not outlive the test.
+      await first.mqtt.end().catch(() => {});
+      first.fwd.close();
+      await first.daemon.stop('SIGKILL');
+      removeDir(first.daemon.dataDir);
+    }
   }
 });
 

@@ -101,7 +101,11 @@ export class ForwarderSimulator {
     return this.received.filter((r) => r.bytes[3] === 0x03).map((r) => ({ token: r.bytes.subarray(1, 3), txpk: JSON.parse(r.bytes.subarray(4).toString()).txpk }));
   }
 
+  #closed = false;
+
   close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#socket.close();
   }
 }
