@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode,ops picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode,ops,lpwan picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { benchRedecode } from './redecode.js';
@@ -8,7 +8,7 @@ import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode,ops').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode,ops,lpwan').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -55,4 +55,10 @@ if (only.has('ops')) {
   const rows = await benchOps();
   printTable('Operations: watchdog notification cost, online backup', rows);
   console.log(`written: ${saveResults('ops', rows)}`);
+}
+if (only.has('lpwan')) {
+  const { benchLpwan } = await import('./lpwan.js');
+  const rows = await benchLpwan();
+  printTable('LPWAN (packet forwarder simulator on loopback, compiled daemon)', rows);
+  console.log(`written: ${saveResults('lpwan', rows)}`);
 }

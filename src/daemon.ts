@@ -323,6 +323,7 @@ export class Daemon {
     if (config.http.enabled) {
       const requestsByStatus = this.metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
       const live = (this.#live = new LiveEvents(this.pipeline, this.commands, { isTokenLive: (id) => this.catalog.isTokenLive(id) }));
+      live.addSource(this.events);
       this.metrics.gauge('outpost_console_streams', 'Open live event streams (GET /events)', () => live.streamCount);
       this.metrics.counterFrom('outpost_console_events_dropped_total', 'Live events not sent to a stream that was not keeping up', () => live.eventsDropped);
       this.#http = createHttpServer({

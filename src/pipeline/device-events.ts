@@ -15,6 +15,11 @@ export class DeviceEvents extends EventEmitter<{ event: [deviceId: string, event
   publish(deviceId: string, event: DeviceEvent): void {
     this.emit('event', deviceId, event);
   }
+
+  /** For consumers that want events as they are published (`at` as the ISO string): the console's live view. */
+  onDeviceEvent(listener: (deviceId: string, event: Record<string, unknown>) => void): void {
+    this.on('event', (deviceId, event) => listener(deviceId, { ...event, at: new Date(event.at).toISOString() }));
+  }
 }
 
 /** The JSON of an event: `at` as the service's ISO form, then the event's own members. */

@@ -1,0 +1,219 @@
+// LPWAN benchmark: uplinks through the whole path (UDP datagram → MIC → decrypt → ABCL → SQLite →
+// MQTT feed) with many ABP devices, datagram → feed latency, RSS with 10 000 provisioned devices,
+// and uplink → PULL_RESP time for a queued downlink. The load generator is a packet forwarder
+// simulator in this process; the daemon is the compiled one.
+import { createSocket } from 'node:dgram';
+import mqtt from 'mqtt';
+import { Store } from '../src/store/store.js';
+import { LorawanDeviceStore } from '../src/store/lorawan-devices.js';
+import { cmacKey, cryptFrmPayload, dataMic, Direction } from '../src/lpwan/lorawan/crypto.js';
+import { onAirBytes } from '../src/lpwan/lorawan/phy.js';
+import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../test/helpers/daemon.js';
+import { rssBytes, sleep, type BenchRow } from './lib.js';
+
+const NWK = Buffer.from('44024241ed4ce9a68c6a8bc055233fd3', 'hex');
+const APP = Buffer.from('ec925802ae430ca77fd3dd73cb2cc588', 'hex');
+const NWK_CMAC = cmacKey(NWK);
+const EUI = Buffer.from('b827ebfffe00be9c', 'hex');
+
+interface BenchDevice {
+  id: string;
+  devAddr: string;
+  devAddrLe: Buffer;
+  fCnt: number;
+}
+
+/** Writes devices straight into a fresh data dir (the daemon is not running yet): fast for 10 000. */
+function provisionDevices(dataDir: string, count: number): BenchDevice[] {
+  const store = Store.open(dataDir);
+  const lorawan = new LorawanDeviceStore(store.db);
+  const devices: BenchDevice[] = [];
+  const now = Date.now();
+  const codec = JSON.stringify({ uplink: { format: 'abcl', file: 'counter.abcl.json' } });
+  store.transaction(() => {
+    for (let i = 0; i < count; i++) {
+      const { device } = store.createDevice({ name: `meter-${i}` }, now);
+      store.createAsset({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
+      store.createAsset({ deviceId: device.id, name: 'battery', title: null, description: null, is: 'sensor', profile: { type: 'number' } }, now);
+      store.updateDevice(device.id, { payloadFormat: 'abcl', codec }, now);
+      const devAddr = (0x26000000 + i).toString(16).toUpperCase().padStart(8, '0');
+      lorawan.put(
+        { deviceId: device.id, activation: 'abp', devEui: null, joinEui: null, appKey: null, fPort: 1, deviceClass: 'A', devAddr, nwkSKey: NWK, appSKey: APP, fCntUp: 0, fCntDown: 0, updatedOn: now },
+        [],
+      );
+      devices.push({ id: device.id, devAddr, devAddrLe: onAirBytes(devAddr), fCnt: 0 });
+    }
+  });
+  store.close();
+  return devices;
+}
+
+/** An uplink of the counter document: 4-byte big-endian count + battery byte, FPort 1. */
+function uplink(d: BenchDevice, count: number, confirmed = false): Buffer {
+  const plain = Buffer.alloc(5);
+  plain.writeUInt32BE(count >>> 0);
+  plain[4] = 0xa5;
+  const fCnt = d.fCnt++;
+  const head = Buffer.alloc(9);
+  head[0] = confirmed ? 0x80 : 0x40;
+  d.devAddrLe.copy(head, 1);
+  head.writeUInt16LE(fCnt & 0xffff, 6);
+  head[8] = 1;
+  const msg = Buffer.concat([head, cryptFrmPayload(APP, Direction.Up, d.devAddrLe, fCnt, plain)]);
+  return Buffer.concat([msg, dataMic(NWK_CMAC, Direction.Up, d.devAddrLe, fCnt, msg)]);
+}
+
+function pushData(payload: Buffer, tmst: number): Buffer {
+  const json = JSON.stringify({ rxpk: [{ tmst, chan: 0, rfch: 0, freq: 868.1, stat: 1, modu: 'LORA', datr: 'SF7BW125', codr: '4/5', rssi: -60, lsnr: 8, size: payload.length, data: payload.toString('base64') }] });
+  return Buffer.concat([Buffer.from([2, (tmst >> 8) & 0xff, tmst & 0xff, 0]), EUI, Buffer.from(json)]);
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Rig {
+  daemon: RunningDaemon;
+  devices: BenchDevice[];
+  app: string;
+  send: (bytes: Buffer) => void;
+  pullResps: Array<{ at: number; bytes: Buffer }>;
+  close: () => Promise<void>;
+}
+
+async function rig(count: number): Promise<Rig> {
+  const dataDir = tempDataDir();
+  const devices = provisionDevices(dataDir, count);
+  const daemon = await startDaemon({ dataDir, env: { OUTPOST_LOG_LEVEL: 'warn', OUTPOST_RATE_LIMIT: '0' } });
+  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'bench', '--scopes', 'read,command,admin'], dataDir).token;
+  const socket = createSocket('udp4');
+  const pullResps: Rig['pullResps'] = [];
+  socket.on('message', (m) => {
+    if (m[3] === 0x03) pullResps.push({ at: performance.now(), bytes: m });
+  });
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const send = (bytes: Buffer) => socket.send(bytes, daemon.gwmpPort, '127.0.0.1');
+  send(Buffer.concat([Buffer.from([2, 0, 1, 2]), EUI])); // PULL_DATA: the downlink path
+  await sleep(200);
+  return {
+    daemon,
+    devices,
+    app,
+    send,
+    pullResps,
+    close: async () => {
+      socket.close();
+      await daemon.stop();
+      removeDir(dataDir);
+    },
+  };
+}
+
+/** Feed messages of `count` by value → arrival time. */
+async function feedWatcher(r: Rig) {
+  const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${r.daemon.mqttPort}`, { username: r.app, password: 'x', reconnectPeriod: 0 });
+  await client.subscribeAsync('device/+/asset/count/feed', { qos: 0 });
+  const arrivals = new Map<number, number>();
+  client.on('message', (_t, payload) => {
+    const m = /"value":(\d+)/.exec(payload.toString());
+    if (m) arrivals.set(Number(m[1]), performance.now());
+  });
+  return { arrivals, close: () => client.endAsync(true) };
+}
+
+async function throughput(r: Rig, total: number, window: number) {
+  const feed = await feedWatcher(r);
+  const sentAt = new Map<number, number>();
+  const started = performance.now();
+  let next = 0;
+  while (feed.arrivals.size < total) {
+    while (next < total && next - feed.arrivals.size < window) {
+      const d = r.devices[next % r.devices.length]!;
+      sentAt.set(next, performance.now());
+      r.send(pushData(uplink(d, next), next));
+      next++;
+    }
+    await new Promise((res) => setImmediate(res));
+    if (performance.now() - started > 120_000) break;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await feed.close();
+  return { perSecond: feed.arrivals.size / seconds, received: feed.arrivals.size };
+}
+
+async function latency(r: Rig, rate: number, seconds: number, offset: number) {
+  const feed = await feedWatcher(r);
+  const sentAt = new Map<number, number>();
+  const total = rate * seconds;
+  const started = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    while (performance.now() < due) await new Promise((res) => setTimeout(res, 1));
+    const value = offset + i;
+    const d = r.devices[i % r.devices.length]!;
+    const bytes = pushData(uplink(d, value), i);
+    sentAt.set(value, performance.now());
+    r.send(bytes);
+  }
+  await sleep(2000);
+  await feed.close();
+  const lat = [...sentAt].filter(([v]) => feed.arrivals.has(v)).map(([v, t]) => feed.arrivals.get(v)! - t).sort((a, b) => a - b);
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99), lost: total - lat.length };
+}
+
+async function downlinkTime(r: Rig, rounds: number) {
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const d = r.devices[i % r.devices.length]!;
+    // A command waits in the queue; the device's next uplink gets it in RX1.
+    if (i < r.devices.length && i === r.devices.indexOf(d)) await addActuator(r, d);
+    const cmd = await api(r.daemon.url, 'PUT', `/device/${d.id}/asset/reset/command`, { token: r.app, json: { value: true } });
+    if (cmd.body?.delivered?.lpwan !== 'queued') throw new Error(`command not queued: ${cmd.text}`);
+    const before = r.pullResps.length;
+    const t0 = performance.now();
+    r.send(pushData(uplink(d, 900_000 + i), 1000 + i));
+    const end = t0 + 2000;
+    while (r.pullResps.length === before && performance.now() < end) await new Promise((res) => setImmediate(res));
+    if (r.pullResps.length > before) times.push(r.pullResps[before]!.at - t0);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), answered: times.length };
+}
+
+/** The bench devices have sensors only: an actuator (with a CBOR downlink codec) to command. */
+async function addActuator(r: Rig, d: BenchDevice): Promise<void> {
+  await api(r.daemon.url, 'PUT', `/device/${d.id}/asset/reset`, { token: r.app, json: { is: 'actuator', profile: { type: 'boolean' } } });
+  await api(r.daemon.url, 'PUT', `/device/${d.id}/codec`, { token: r.app, json: { uplink: { format: 'abcl', file: 'counter.abcl.json' }, downlink: { format: 'cbor' } } });
+}
+
+export async function benchLpwan(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  {
+    const r = await rig(1000);
+    try {
+      const t = await throughput(r, Number(process.env.BENCH_LPWAN_UPLINKS ?? 30_000), 400);
+      rows.push({ name: 'uplinks/s, 1 000 ABP devices, ABCL, whole path (window 400)', value: Math.round(t.perSecond), unit: 'uplinks/s' });
+      const l = await latency(r, 500, 6, 10_000_000);
+      rows.push({ name: 'datagram → feed latency p50 at 500 uplinks/s', value: Number(l.p50.toFixed(2)), unit: 'ms' });
+      rows.push({ name: 'datagram → feed latency p99 at 500 uplinks/s', value: Number(l.p99.toFixed(2)), unit: 'ms' });
+      const dl = await downlinkTime(r, 100);
+      rows.push({ name: 'uplink → PULL_RESP for a queued downlink p50', value: Number(dl.p50.toFixed(2)), unit: 'ms' });
+      rows.push({ name: 'uplink → PULL_RESP for a queued downlink p99', value: Number(dl.p99.toFixed(2)), unit: 'ms' });
+    } finally {
+      await r.close();
+    }
+  }
+  {
+    const r = await rig(10_000);
+    try {
+      await sleep(3000);
+      rows.push({ name: 'RSS, 10 000 ABP devices provisioned, idle', value: Math.round(rssBytes(r.daemon.proc.pid!) / 1048576), unit: 'MiB' });
+      await throughput(r, 10_000, 400);
+      await sleep(1000);
+      rows.push({ name: 'RSS, 10 000 devices after one uplink each', value: Math.round(rssBytes(r.daemon.proc.pid!) / 1048576), unit: 'MiB' });
+    } finally {
+      await r.close();
+    }
+  }
+  return rows;
+}
