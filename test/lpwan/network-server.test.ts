@@ -139,7 +139,7 @@ test('LinkCheckReq gets a LinkCheckAns in FOpts; ADRACKReq gets a downlink', asy
   }
 });
 
-test('downlink size is checked against the window's data rate: too_large when no window fits, the ACK still goes; TX errors keep the item', async () => {
+test('downlink size is checked against the data rate of the window: too_large when no window fits, the ACK still goes; TX errors keep the item', async () => {
   const t = setup();
   try {
     const id = t.device('d');
