@@ -56,10 +56,10 @@ test('a port taken by another program is a finding; ports held by this data dir\
     assert.match(finding.message, new RegExp(`http\\.port TCP 0\\.0\\.0\\.0:${taken}: in use by another program`));
     assert.match(finding.fix!, /ss -ltnp/);
 
-    const own = doctor(['--data', daemon.dataDir], { OUTPOST_HTTP_PORT: String(daemon.httpPort), OUTPOST_MQTT_PORT: String(daemon.mqttPort) });
+    const own = doctor(['--data', daemon.dataDir], { OUTPOST_HTTP_PORT: String(daemon.httpPort), OUTPOST_MQTT_PORT: String(daemon.mqttPort), OUTPOST_GWMP_PORT: String(daemon.gwmpPort) });
     assert.deepEqual(failing(own.report, 'ports'), []);
     const ports = own.report.findings.filter((f) => f.check === 'ports' && !/0 means any free port/.test(f.message));
-    assert.equal(ports.length, 2);
+    assert.equal(ports.length, 3);
     for (const f of ports) assert.match(f.message, /held by this data dir's daemon/);
     assert.match(own.report.findings.find((f) => f.check === 'daemon')!.message, /a daemon runs on/);
     assert.equal(own.code, 0, JSON.stringify(own.report.findings.filter((f) => !f.ok)));

@@ -22,10 +22,11 @@ test('outpost status asks the running daemon over its control socket', async () 
     assert.equal(status.devices, 1);
     assert.equal(status.states.stored, 1);
     assert.equal(status.states.acceptedSinceStart, 1);
-    assert.equal(status.radio, null);
+    assert.equal(status.radio.devices, 0);
+    assert.equal(status.radio.sources[0].source, 'gwmp');
     assert.equal(status.upstream, null);
     assert.ok(Math.abs(Date.parse(status.lastUplinkAt) - Date.now()) < 60_000);
-    assert.deepEqual(status.ports, { http: daemon.httpPort, mqtt: daemon.mqttPort });
+    assert.deepEqual(status.ports, { http: daemon.httpPort, mqtt: daemon.mqttPort, gwmp: daemon.gwmpPort });
     assert.equal(status.pid, daemon.proc.pid);
 
     const human = cli(['status', '--data', daemon.dataDir]);
