@@ -179,7 +179,7 @@ export class Daemon {
     // (bad FPort, not encodable) is refused before any MQTT subscriber has received it.
     this.radio = new RadioService({ config, store: this.store, catalog: this.catalog, pipeline: this.pipeline, codecs: this.codecs, decoders: this.decoders, events: this.events, clock, logger, metrics: this.metrics });
     this.commands.addSink(this.radio.sink);
-    this.statusSections.set('radio', () => this.radio.health());
+    this.statusSections.set('radio', () => ({ ...this.radio.health(), ...(this.serialModems.sources.length > 0 ? { serial: this.serialModems.health() } : {}) }));
     this.registry.on('deviceDeleted', (deviceId: string) => this.radio.deviceDeleted(deviceId));
     this.catalog.on('externalChange', () => this.radio.syncFromStore());
     // Modems feed the network server too: frames that are LoRaWAN for a known device take that
