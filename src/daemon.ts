@@ -185,7 +185,11 @@ export class Daemon {
     // Modems feed the network server too: frames that are LoRaWAN for a known device take that
     // path, the rest go to the modem's raw point-to-point codec (or are counted and dropped).
     for (const source of this.serialModems.sources) this.radio.server.attach(source);
-    this.radio.server.unclaimed = (frame) => this.serialModems.claimRaw(frame);
+    this.radio.server.unclaimed = (frame) => {
+      if (this.serialModems.claimRaw(frame)) return true;
+      this.serialModems.countUnclaimed(frame);
+      return false;
+    };
     this.#pruner = new HistoryPruner(this.store, this.pipeline, clock, config.limits, logger);
     this.#registerMetrics();
     this.reloader = new ConfigReloader(config);

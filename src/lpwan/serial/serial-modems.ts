@@ -93,6 +93,11 @@ export class SerialModems {
     return true;
   }
 
+  /** Counts a frame of one of these modems that nobody claimed (no LoRaWAN device, no raw `device`). */
+  countUnclaimed(frame: RadioFrame): void {
+    if (this.#routes.has(frame.source)) this.#count(frame, 'dropped_no_device');
+  }
+
   /** Compiles each modem's raw codec before any door opens: a bad one stops the daemon with exit 2. */
   async prepare(): Promise<void> {
     const { modems, codecs } = this.#deps;
