@@ -1,5 +1,5 @@
 // Runs every test/**/*.test.ts with node:test under tsx.
-// Node 20's `--test <dir>` silently finds no .ts files (node-notes gotcha 4), so the files are named here.
+// Node 20's `--test <dir>` silently finds no .ts files, so the files are named here.
 // Usage: node test/run.mjs [substring filter...]
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';

@@ -1,4 +1,4 @@
-// `outpost codec check | decode | encode` (contract §11): run a codec file by hand.
+// `outpost codec check | decode | encode` (README, "Command line"; docs/codecs.md, "Command line"): run a codec file by hand.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { DecodeResult, EncodeResult, JsonObject } from '../codec/types.js';

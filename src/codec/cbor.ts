@@ -1,12 +1,12 @@
-// CBOR device states and device commands (codecs.md part B).
+// CBOR device states and device commands (docs/codecs.md, "CBOR").
 //
 // Why not cbor-x here: measured with cbor-x 1.6.9, its decoder turns Tag 0 into a Date (losing
-// the A.8 string rules), maps tags 64–87/258/259/28/29 to typed arrays, Sets, Maps and shared
+// the timestamp string rules), maps tags 64–87/258/259/28/29 to typed arrays, Sets, Maps and shared
 // references, throws on unassigned simple values, and cannot report repeated map keys or nesting
 // depth; its encoder writes float64 for 21.5 and for integers above 2^32. Every one of those
 // would need a pass around the library that re-parses the item heads anyway, so both directions
-// are written against RFC 8949 directly (the spec allows this, B.1.4). cbor-x is used in the
-// tests as the independent decoder the B.3 vectors were checked against.
+// are written against RFC 8949 directly (docs/codecs.md allows this). cbor-x is used in the
+// tests as the independent decoder the CBOR test vectors were checked against.
 import type { DecodeResult, DecodedState, EncodeResult, JsonObject, JsonValue } from './types.js';
 import { bytesToHex } from './hex.js';
 import { hasMember, isJsonObject, setMember } from './json.js';
@@ -168,7 +168,7 @@ function bignumValue(content: JsonValue | Uint8Array, negative: boolean, reader:
 }
 
 /**
- * Reads one item and converts it per B.1.2. Byte strings come back as Uint8Array only when
+ * Reads one item and converts it to JSON. Byte strings come back as Uint8Array only when
  * `rawBytes` (bignum contents); everywhere else they become upper-case hex.
  */
 function readValue(reader: CborReader, depth: number, what: string, rawBytes = false): JsonValue | Uint8Array {
@@ -280,7 +280,7 @@ function readMap(reader: CborReader, head: Head, depth: number, what: string): J
 }
 
 /**
- * Reads an optional element of a data point (B.1.1): null is consumed and gives undefined;
+ * Reads an optional element of a data point: null is consumed and gives undefined;
  * otherwise the value, with the tag number when it has a tag head.
  */
 function readDataPointElement(reader: CborReader, depth: number, what: string): { tag: Argument | undefined; content: JsonValue | Uint8Array } | undefined {
@@ -294,7 +294,7 @@ function readDataPointElement(reader: CborReader, depth: number, what: string): 
   return { tag, content: readValue(reader, depth + 1, what, false) };
 }
 
-/** The time element of a data point (B.1.1); undefined when absent or unusable. */
+/** The time element of a data point; undefined when absent or unusable. */
 function readDataPointTime(reader: CborReader, depth: number): string | undefined {
   const element = readDataPointElement(reader, depth, 'data point time');
   if (element === undefined) return undefined;
@@ -386,7 +386,7 @@ export function decodeCborDeviceState(bytes: Uint8Array): DecodeResult {
   }
 }
 
-/** Decodes any single item per B.1.2 (used for item-level tests and tools). */
+/** Decodes any single item to JSON (used for item-level tests and tools). */
 export function decodeCborItem(bytes: Uint8Array, options: { keepNonFinite?: boolean } = {}): { value?: JsonValue; warnings: string[]; errors: string[] } {
   if (bytes.length === 0) return { warnings: [], errors: ['empty CBOR payload'] };
   const reader = new CborReader(bytes, options.keepNonFinite);
@@ -400,7 +400,7 @@ export function decodeCborItem(bytes: Uint8Array, options: { keepNonFinite?: boo
   }
 }
 
-// ---- Encoding (B.2) ----
+// ---- Encoding ----
 
 class CborWriter {
   private buffer = new Uint8Array(64);

@@ -48,7 +48,7 @@ export interface DownlinkContext {
 export interface DeviceCodec {
   readonly uplinkFormat: UplinkFormat;
   readonly downlinkFormat: DownlinkFormat;
-  /** Downlink port from the settings, if any (the caller applies the precedence of §0). */
+  /** Downlink port from the settings, if any (the caller applies the precedence: command meta.port, then the device's default). */
   readonly downlinkPort: number | undefined;
   /** Bytes, or a JSON object for ABCL JSON mode. */
   decodeUplink(payload: Uint8Array | JsonObject, context?: UplinkContext): DecodeResult;

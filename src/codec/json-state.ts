@@ -1,4 +1,4 @@
-// JSON device-state messages (contract §5): an object of asset → {"value", "at"?}.
+// JSON device-state messages (docs/api.md, "Device states"): an object of asset → {"value", "at"?}.
 import type { DecodeResult, DecodedState, JsonValue } from './types.js';
 import { hasMember, isJsonObject, setMember } from './json.js';
 import { parseTimestampString } from './timestamp.js';

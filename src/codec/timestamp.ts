@@ -1,4 +1,4 @@
-// Timestamp rules of codecs.md A.8, shared by ABCL `at`, CBOR data points and JS converters.
+// Timestamp rules (docs/api.md, "Bodies"; docs/codecs.md), shared by ABCL `at`, CBOR data points and JS converters.
 
 const MAX_DATE_MS = 8.64e15;
 
@@ -26,7 +26,7 @@ function daysInMonth(year: number, month: number): number {
 
 /**
  * `YYYY-MM-DD[(T|t| )HH:mm[:ss[(.|,)fraction]][zone]]`; a missing zone means UTC unless
- * `requireZone` (API input must carry one, contract §1).
+ * `requireZone` (API input must carry one, docs/api.md).
  */
 export function parseTimestampString(text: string, requireZone = false): string | undefined {
   const m = TIMESTAMP_PATTERN.exec(text);
@@ -57,7 +57,7 @@ export function parseTimestampString(text: string, requireZone = false): string 
   return epochMillisToIso(date.getTime() - offsetMinutes * 60_000);
 }
 
-/** Any JSON value → ISO timestamp per A.8, or undefined when it is not a timestamp. */
+/** Any JSON value → ISO timestamp (docs/api.md, "Bodies"), or undefined when it is not a timestamp. */
 export function toIsoTimestamp(value: unknown): string | undefined {
   if (typeof value === 'number') return epochNumberToIso(value);
   if (typeof value === 'string') return parseTimestampString(value);

@@ -1,4 +1,4 @@
-// The codec layer contract (codecs.md §0). Every codec returns these shapes.
+// The codec layer contract (docs/codecs.md). Every codec returns these shapes.
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };

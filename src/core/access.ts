@@ -1,7 +1,7 @@
 import type { TokenKind } from './ids.js';
 import type { Scope } from '../store/store.js';
 
-/** Who is asking: resolved from a token on every request or MQTT connection (contract §2). */
+/** Who is asking: resolved from a token on every request or MQTT connection (docs/api.md, "Authentication and rights"). */
 export interface Principal {
   tokenId: string;
   kind: TokenKind;

@@ -284,7 +284,7 @@ function setPath(target: Json, path: string[], value: unknown): void {
   node[path[path.length - 1]!] = value;
 }
 
-/** Environment overrides of contract §11, applied above the config file. */
+/** Environment overrides (docs/configuration.md, "Environment variables"), applied above the config file. */
 const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
   ['OUTPOST_DATA_DIR', ['dataDir'], 'string'],
   ['OUTPOST_HTTP_PORT', ['http', 'port'], 'integer'],

@@ -17,7 +17,7 @@ export function randomBase62(length: number): string {
 
 export const ID_PATTERN = /^[A-Za-z0-9]{24}$/;
 
-/** Device, asset and token IDs: 24 random base62 characters (contract §1). */
+/** Device, asset and token IDs: 24 random base62 characters (docs/api.md). */
 export function newId(): string {
   return randomBase62(24);
 }
@@ -47,7 +47,7 @@ export function hashToken(secret: string): string {
 }
 
 /**
- * Asset names: 1–64 chars, none of `/ + # $`, whitespace or NUL (contract §1), and valid Unicode:
+ * Asset names: 1–64 chars, none of `/ + # $`, whitespace or NUL (docs/api.md), and valid Unicode:
  * a lone UTF-16 surrogate (`"\ud800"` in JSON) has no UTF-8 form, so SQLite, MQTT topics and
  * UTF-8 replies would each turn it into something else.
  */

@@ -4,7 +4,7 @@ import { RE2JS } from 're2js';
 import { ServiceError } from './errors.js';
 
 /**
- * Asset profiles are a JSON-Schema subset (contract §6). Only these keywords are validated;
+ * Asset profiles are a JSON-Schema subset (docs/api.md, "Profiles"). Only these keywords are validated;
  * everything else (`unit`, `title`, `threshold`, vendor keys) is stored and echoed unchanged.
  */
 const VALIDATED_KEYWORDS = ['type', 'enum', 'minimum', 'maximum', 'pattern', 'properties', 'required', 'items'] as const;

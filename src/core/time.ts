@@ -1,4 +1,4 @@
-// ISO 8601 with a mandatory zone; fraction of any length (none, 3, 6, 9 digits …) (contract §1, §5).
+// ISO 8601 with a mandatory zone; fraction of any length (none, 3, 6, 9 digits …) (docs/api.md, "Bodies").
 const ISO_WITH_ZONE =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2})?)$/;
 

@@ -37,7 +37,7 @@ export function parseDownlinkMeta(meta: Record<string, JsonValue> | null): Downl
 }
 
 /**
- * The per-device downlink queue (contract: 16 items, 24 h or `meta.ttl`), persisted in SQLite. Items
+ * The per-device downlink queue (docs/lpwan.md: 16 items, 24 h or `meta.ttl`), persisted in SQLite. Items
  * are encoded before they are queued, so a command the codec cannot encode is refused at once.
  * Every outcome is a `downlink` event on the device's events topic.
  */

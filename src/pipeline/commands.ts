@@ -15,7 +15,7 @@ export interface AssetCommand {
   at: number;
 }
 
-/** Several asset commands for one device at once (spec 2.6); MQTT delivers each, LPWAN sends one frame. */
+/** Several asset commands for one device at once (docs/api.md); MQTT delivers each, LPWAN sends one frame. */
 export interface DeviceCommand {
   device: DeviceRecord;
   values: Record<string, JsonValue>;
@@ -156,7 +156,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
   }
 }
 
-/** The JSON message on both command topics (contract §4): `{value, at, meta?}`. */
+/** The JSON message on both command topics (docs/mqtt.md): `{value, at, meta?}`. */
 export function commandPayload(value: JsonValue, at: number, meta: Record<string, JsonValue> | null): string {
   return JSON.stringify(meta ? { value, at: new Date(at).toISOString(), meta } : { value, at: new Date(at).toISOString() });
 }

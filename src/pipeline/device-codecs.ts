@@ -74,7 +74,7 @@ export function codecVersion(uplink: StoredCodecSettings['uplink']): string {
 }
 
 /**
- * One compiled codec per device (contract §5), compiled when its settings are set or the daemon
+ * One compiled codec per device (docs/api.md, "Device states"), compiled when its settings are set or the daemon
  * starts, never on the hot path. A device without settings uses the built-in `auto` decoding.
  */
 export class DeviceCodecs {

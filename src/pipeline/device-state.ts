@@ -3,7 +3,7 @@ import { ServiceError } from '../core/errors.js';
 import { DEFAULT_JSON_DEPTH, isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
 
 /**
- * The members of a JSON device state message (spec 2.4): asset name → `{value, at?}`.
+ * The members of a JSON device state message (docs/api.md, "Device states"): asset name → `{value, at?}`.
  * A member that is not such an object is taken as the bare value, as MQTT asset states are.
  */
 export function statesFromJsonObject(message: unknown, where: string): Record<string, StateInput> {
@@ -17,7 +17,7 @@ export function statesFromJsonBytes(bytes: Uint8Array, where: string, maxDepth =
   return statesFromJsonObject(parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), where, maxDepth), where);
 }
 
-/** A JSON object, by its first non-blank byte: `auto` tries JSON only then (contract §5). */
+/** A JSON object, by its first non-blank byte: `auto` tries JSON only then (docs/api.md, "Device states"). */
 export function looksLikeJsonObject(bytes: Uint8Array): boolean {
   for (const b of bytes) {
     if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;

@@ -179,7 +179,7 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     return event;
   }
 
-  /** Each asset is validated on its own: valid ones are stored, the others reported by name (contract §5). */
+  /** Each asset is validated on its own: valid ones are stored, the others reported by name (docs/api.md, "Device states"). */
   async publishDeviceState(req: DeviceStateRequest): Promise<DeviceStateOutcome> {
     const receivedAt = req.receivedAt ?? this.#clock.now();
     const device = this.#catalog.device(req.deviceId);
@@ -296,13 +296,13 @@ export function summarizeRefusals(refused: AssetRefusal[]): Pick<RefusalEvent, '
   return more > 0 ? { code, error, assets, more } : { code, error, assets };
 }
 
-/** The state echo payload: exact bytes when the door kept them, else the asset's part as `{value, at?}` (contract §4). */
+/** The state echo payload: exact bytes when the door kept them, else the asset's part as `{value, at?}` (docs/mqtt.md). */
 export function echoPayload(event: StateEvent): Buffer | string {
   if (event.echo !== undefined) return event.echo;
   return JSON.stringify(event.inputAt === undefined ? { value: event.value } : { value: event.value, at: event.inputAt });
 }
 
-/** The feed message: formatted by the service, `at` always set (contract §4). */
+/** The feed message: formatted by the service, `at` always set (docs/mqtt.md). */
 export function feedText(valueJson: string, at: number): string {
   return `{"value":${valueJson},"at":"${new Date(at).toISOString()}"}`;
 }

@@ -14,7 +14,7 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 }
 
-/** Member lookup ignoring case: the cloud's Python SDK sends `Value`, `Name`, `Is` … (contract §3). */
+/** Member lookup ignoring case: the cloud's Python SDK sends `Value`, `Name`, `Is` … (docs/api.md). */
 export function member(obj: Record<string, unknown>, name: string): unknown {
   if (name in obj) return obj[name];
   for (const key of Object.keys(obj)) if (key.toLowerCase() === name) return obj[key];
@@ -37,7 +37,7 @@ export function stateFromMessage(message: unknown, bareValueAllowed: boolean, wh
   throw new ServiceError('INVALID_MESSAGE', `${where}: member "value" is required`);
 }
 
-/** Epoch ms of a state's `at`; a missing or null `at` is the receive time (spec 2.3). */
+/** Epoch ms of a state's `at`; a missing or null `at` is the receive time (docs/api.md, "Bodies"). */
 export function resolveAt(at: unknown, receivedAt: number, where: string): number {
   if (at === undefined || at === null) return receivedAt;
   if (typeof at !== 'string') throw new ServiceError('INVALID_TIMESTAMP', `${where}: "at" must be an ISO 8601 string with a zone`);
@@ -134,7 +134,7 @@ function legacyValue(text: string, type: ProfileType | undefined, where: string,
 }
 
 /**
- * An MQTT asset state payload (contract §4): JSON `{value, at?}`, a bare JSON value, or the legacy
+ * An MQTT asset state payload (docs/mqtt.md): JSON `{value, at?}`, a bare JSON value, or the legacy
  * `<unixSeconds>|<value>` form. Text that is neither JSON nor legacy is refused rather than guessed.
  */
 export function parseMqttAssetState(payload: Buffer, type: ProfileType | undefined, where: string, maxDepth = DEFAULT_JSON_DEPTH): StateInput {

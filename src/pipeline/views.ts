@@ -7,7 +7,7 @@ export interface StateView {
   at: string;
 }
 
-/** The asset object of contract §3, the shape the cloud SDKs parse. */
+/** The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. */
 export function assetView(asset: AssetRecord, store: Store) {
   const latest = store.latestState(asset.id);
   return {

@@ -507,7 +507,7 @@ export class Store {
   }
 
   /**
-   * Retention (contract §7): drops states older than `olderThan` and, for the given assets, all but
+   * Retention (docs/configuration.md): drops states older than `olderThan` and, for the given assets, all but
    * the newest `keepPerAsset`. Runs in the background in small transactions so writers are never held long.
    */
   pruneHistory(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {

@@ -1,4 +1,4 @@
-// Per-rule unit tests of codecs.md part A.
+// Per-rule unit tests of docs/codecs.md, "Writing an ABCL document".
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeAbcl, encodeAbcl, loadAbcl } from '../../src/codec/abcl/index.js';
@@ -30,7 +30,7 @@ function encode(field: Record<string, unknown>, value: unknown, extra: object[] 
   return { hex: toHex(result.bytes), warnings: result.warnings.length, errors: result.errors.length };
 }
 
-describe('A.4 reading integers', () => {
+describe('reading integers', () => {
   test('signedness at every width 1..8 bytes', () => {
     for (let n = 1; n <= 8; n++) {
       const allOnes = 'FF'.repeat(n);
@@ -77,7 +77,7 @@ describe('A.4 reading integers', () => {
   });
 });
 
-describe('A.4 floats, booleans, strings, hexstrings', () => {
+describe('floats, booleans, strings, hexstrings', () => {
   test('binary16: normal, subnormal, negative zero, max; NaN and infinity skip with a warning', () => {
     assert.equal(read({ byte: 0, bytelength: 2, type: 'number' }, '3C00').value, 1);
     assert.equal(read({ byte: 0, bytelength: 2, type: 'number' }, 'C000').value, -2);
@@ -120,7 +120,7 @@ describe('A.4 floats, booleans, strings, hexstrings', () => {
   });
 });
 
-describe('A.9 out-of-range reads', () => {
+describe('out-of-range reads', () => {
   test('integers, floats and booleans past the end skip with one warning naming the asset and bytes', () => {
     for (const selector of [{ byte: 3 }, { byte: 2, bytelength: 2 }, { byte: 0, type: 'number' }, { byte: 3, type: 'boolean' }]) {
       const result = decodeAbcl(mustLoad({ sense: [{ asset: 'pressure', value: selector }] }), hex('010203'));
@@ -153,8 +153,8 @@ describe('A.9 out-of-range reads', () => {
   });
 });
 
-describe('A.5 calculations', () => {
-  test('the examples of A.5.2 with val = 7', () => {
+describe('calculations', () => {
+  test('the worked calculation examples with val = 7', () => {
     const cases: Array<[string, number]> = [
       ['val + 3 * 2', 13], ['(val + 3) * 2', 20], ['val / 2 / 2', 1.75], ['0x10 - val', 9], ['.5 * val', 3.5], ['2e1 + val', 27], ['max(val, 12)', 12],
     ];
@@ -204,7 +204,7 @@ describe('A.5 calculations', () => {
   });
 });
 
-describe('A.6 switch', () => {
+describe('switch', () => {
   const doc = mustLoad({
     sense: [
       {
@@ -258,7 +258,7 @@ describe('A.6 switch', () => {
   });
 });
 
-describe('A.7 JSON mode', () => {
+describe('JSON mode', () => {
   function jsonRead(selector: Record<string, unknown>, input: Record<string, unknown>) {
     const result = decodeAbcl(mustLoad({ sense: [{ asset: 'v', value: selector }] }), input as never);
     return { value: result.states.v?.value, warnings: result.warnings.length };
@@ -308,7 +308,7 @@ describe('A.7 JSON mode', () => {
   });
 });
 
-describe('A.8 timestamps', () => {
+describe('timestamps', () => {
   function at(selector: Record<string, unknown>, input: Record<string, unknown>) {
     const result = decodeAbcl(mustLoad({ sense: [{ asset: 'v', value: 1, at: selector }] }), input as never);
     return { at: result.states.v!.at, warnings: result.warnings.length };
@@ -340,7 +340,7 @@ describe('A.8 timestamps', () => {
   });
 });
 
-describe('A.1–A.3 and A.10 loading', () => {
+describe('loading', () => {
   test('JSONC: comments anywhere, slashes inside strings, trailing comment lines, BOM', () => {
     const text = '\uFEFF// lead\n{ /* c */ "name": "see http://host/a//b", "sense": [ // x\n {"asset": "a", "value": 1} ] }\n// end 1\n// end 2';
     const result = loadAbcl(text);
@@ -442,7 +442,7 @@ describe('A.1–A.3 and A.10 loading', () => {
   });
 });
 
-describe('A.11 actuate', () => {
+describe('actuate', () => {
   test('integers: big-endian default, little endian, signed two\'s complement, 7–8 bytes', () => {
     assert.equal(encode({ byte: 0, bytelength: 2 }, 258).hex, '0102');
     assert.equal(encode({ byte: 0, bytelength: 2, byteorder: 'little' }, 258).hex, '0201');

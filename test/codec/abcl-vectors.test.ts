@@ -1,10 +1,10 @@
-// Every ABCL vector of codecs.md part D and every entry of abcl-published-vectors.json.
+// Every ABCL vector kept with the tests and every entry of fixtures/abcl-published-vectors.json (documents published for real devices).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeAbcl, encodeAbcl, loadAbcl } from '../../src/codec/abcl/index.js';
 import { hex, mustLoad, readJson, referenceDir, toHex } from './helpers.js';
 
-describe('D.1 public vectors', () => {
+describe('public vectors', () => {
   test('V1 boolean', () => {
     const doc = mustLoad({ sense: [{ asset: 'motion', value: { byte: 0, bytelength: 1, type: 'boolean' } }] });
     assert.deepEqual(decodeAbcl(doc, hex('01')), { states: { motion: { value: true } }, warnings: [], errors: [] });
@@ -58,7 +58,7 @@ describe('D.1 public vectors', () => {
   });
 });
 
-describe('D.2 worked examples', () => {
+describe('worked examples', () => {
   test('W1 bit fields', () => {
     const doc = mustLoad({
       sense: [

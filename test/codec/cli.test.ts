@@ -1,4 +1,4 @@
-// `outpost codec check | decode | encode` on the abcl/ examples, with the JSON shapes of contract §11.
+// `outpost codec check | decode | encode` on the abcl/ examples, with the JSON shapes of docs/codecs.md, "Command line".
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// JavaScript codecs in the QuickJS sandbox (codecs.md part C).
+// JavaScript codecs in the QuickJS sandbox (docs/codecs.md, "JavaScript codecs").
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createQuickJSModule, getQuickJSModule, JsCodec, type JsCodecOptions } from '../../src/codec/js/index.js';
@@ -21,7 +21,7 @@ function load(source: string, options: JsCodecOptions = {}): JsCodec {
   return result.codec!;
 }
 
-describe('C.7 examples', () => {
+describe('examples', () => {
   test('AllThingsTalk uplink converter', () => {
     const codec = load(`function converter(code) {
       var t = parseInt(code.substr(0, 4), 16);

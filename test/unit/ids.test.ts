@@ -39,7 +39,7 @@ test('token hashes are stable, differ per token and do not contain the secret', 
   assert.ok(!hashToken(a).includes(a.slice(7)));
 });
 
-test('asset names follow contract §1', () => {
+test('asset names follow the rules of docs/api.md', () => {
   assert.equal(assetNameProblem('temperature'), undefined);
   assert.equal(assetNameProblem('9'), undefined, 'all digits is allowed');
   assert.equal(assetNameProblem('x'.repeat(64)), undefined);

@@ -1,4 +1,4 @@
-// Compiles and runs `actuate` blocks (codecs.md A.11).
+// Compiles and runs `actuate` blocks (docs/codecs.md, "Writing an ABCL document").
 import type { EncodeResult, JsonObject, JsonValue } from '../types.js';
 import { hasMember, isJsonObject } from '../json.js';
 import { makeFieldWriter, type EncodeProblems, type FieldWriter } from './field-writer.js';
@@ -17,7 +17,7 @@ interface ActuateStatement {
 
 export interface CompiledActuate {
   statements: ActuateStatement[];
-  /** Fixed by the document: the largest byte + bytelength over all fields (A.11.4). */
+  /** Fixed by the document: the largest byte + bytelength over all fields. */
   payloadLength: number;
   assets: Set<string>;
 }

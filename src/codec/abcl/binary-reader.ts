@@ -1,4 +1,4 @@
-// Readers for binary selectors (codecs.md A.4.4), specialised once per selector at load time.
+// Readers for binary selectors (docs/codecs.md, "Writing an ABCL document"), specialised once per selector at load time.
 import { bytesToHex } from '../hex.js';
 import type { BinarySelectorSpec } from './selector.js';
 import { float16BitsToNumber } from './float16.js';

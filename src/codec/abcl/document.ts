@@ -1,4 +1,4 @@
-// Loading (validation + compilation) and running of whole ABCL documents (codecs.md A.1, A.12).
+// Loading (validation + compilation) and running of whole ABCL documents (docs/codecs.md, "Writing an ABCL document").
 import { createHash } from 'node:crypto';
 import type { DecodeResult, DecodedState, EncodeResult, JsonObject, JsonValue } from '../types.js';
 import { hasMember, isJsonObject } from '../json.js';

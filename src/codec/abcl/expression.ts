@@ -1,4 +1,4 @@
-// The `calculation` language (codecs.md A.5): a recursive-descent parser that compiles the
+// The `calculation` language (docs/codecs.md, "Writing an ABCL document"): a recursive-descent parser that compiles the
 // expression into nested closures once, at load time. Nothing is ever handed to a JS evaluator.
 //
 // A compiled expression returns a finite number, or NaN when the evaluation fails (division or

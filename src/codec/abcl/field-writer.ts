@@ -1,4 +1,4 @@
-// Writers for actuate fields (codecs.md A.11.3, A.11.4), specialised once per field.
+// Writers for actuate fields (docs/codecs.md, "Writing an ABCL document"), specialised once per field.
 import type { JsonValue } from '../types.js';
 import { describeJsonType } from '../json.js';
 import { roundHalfAwayFromZero, type CompiledExpression } from './expression.js';

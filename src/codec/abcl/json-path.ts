@@ -1,4 +1,4 @@
-// Paths into JSON uplinks (codecs.md A.7): split once at load time, resolved per message.
+// Paths into JSON uplinks (docs/codecs.md, "Writing an ABCL document"): split once at load time, resolved per message.
 import type { JsonValue } from '../types.js';
 import { hasMember, isJsonObject } from '../json.js';
 

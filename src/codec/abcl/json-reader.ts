@@ -1,4 +1,4 @@
-// Readers for `json` selectors (codecs.md A.7).
+// Readers for `json` selectors (docs/codecs.md, "Writing an ABCL document").
 import type { JsonValue } from '../types.js';
 import { describeJsonType } from '../json.js';
 import { resolveJsonPath } from './json-path.js';
@@ -6,7 +6,7 @@ import type { CanonicalType, JsonSelectorSpec } from './selector.js';
 import type { ReaderLabels } from './binary-reader.js';
 import type { SenseRun, ValueReader } from './sense-run.js';
 
-/** The explicit-type conversions of A.7; undefined when impossible. */
+/** The explicit-type conversions of JSON mode; undefined when impossible. */
 function convert(value: JsonValue, type: CanonicalType): JsonValue | undefined {
   switch (type) {
     case 'integer':

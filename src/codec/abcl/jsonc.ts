@@ -1,4 +1,4 @@
-// JSON with comments (codecs.md A.1.1), on top of Microsoft's jsonc-parser scanner/parser.
+// JSON with comments (docs/codecs.md, "Writing an ABCL document"), on top of Microsoft's jsonc-parser scanner/parser.
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import type { JsonValue } from '../types.js';
 import { setMember } from '../json.js';

@@ -1,4 +1,4 @@
-// Load-time messages: each starts with the JSON path of the offending element (codecs.md A.1.3).
+// Load-time messages: each starts with the JSON path of the offending element (docs/codecs.md, "Writing an ABCL document").
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 

@@ -1,4 +1,4 @@
-// Validation of selectors and actuate fields (codecs.md A.4, A.7, A.11.1) into plain specs.
+// Validation of selectors and actuate fields (docs/codecs.md, "Writing an ABCL document") into plain specs.
 // Everything here runs once, at load time; the readers and writers are built from the specs.
 import type { JsonObject, JsonValue } from '../types.js';
 import { hasMember, isJsonObject } from '../json.js';
@@ -49,7 +49,7 @@ export type SelectorSpec = BinarySelectorSpec | JsonSelectorSpec;
 const SELECTOR_KEYS = new Set(['byte', 'json', 'bytelength', 'byteorder', 'type', 'signed', 'bit', 'bitlength', 'calculation', 'comment']);
 const BINARY_ONLY_KEYS = ['bytelength', 'byteorder', 'signed', 'bit', 'bitlength'] as const;
 
-/** Largest end offset an actuate field may have (A.10). */
+/** Largest end offset an actuate field may have. */
 export const MAX_FIELD_END = 4096;
 
 function isInteger(value: JsonValue | undefined, min: number): value is number {

@@ -10,7 +10,7 @@ export interface SenseRun {
   readonly warnings: string[];
 }
 
-/** Reads one value; undefined means "no value" (A.9) and the reader has pushed a warning. */
+/** Reads one value; undefined means "no value" and the reader has pushed a warning. */
 export type ValueReader = (run: SenseRun) => JsonValue | undefined;
 
 export type SenseStatement = (run: SenseRun) => void;

@@ -1,4 +1,4 @@
-// Compiles `sense` blocks (codecs.md A.2, A.3, A.6, A.8) into closures.
+// Compiles `sense` blocks (docs/codecs.md, "Writing an ABCL document") into closures.
 import type { JsonObject, JsonValue } from '../types.js';
 import { hasMember, isJsonObject, setMember } from '../json.js';
 import { toIsoTimestamp } from '../timestamp.js';
@@ -12,7 +12,7 @@ import { statementObject } from './statement.js';
 const MAPPING_KEYS = new Set(['asset', 'value', 'at', 'comment']);
 const SWITCH_KEYS = new Set(['switch', 'on', 'comment']);
 const CASE_KEYS = new Set(['case', 'do', 'comment']);
-/** Scalar values of these keys mark an object as a selector that lacks `byte`/`json` (A.3). */
+/** Scalar values of these keys mark an object as a selector that lacks `byte`/`json`. */
 const SELECTOR_MARKERS = ['bytelength', 'byteorder', 'type', 'signed', 'bit', 'bitlength', 'calculation'];
 const SKIPPED = 'statement skipped';
 
@@ -20,7 +20,7 @@ function makeReader(spec: SelectorSpec, labels: ReaderLabels, truncateStrings: b
   return spec.kind === 'json' ? makeJsonReader(spec, labels) : makeBinaryReader(spec, labels, { truncateStrings });
 }
 
-/** Asset names: a non-empty string, or a number written as `String(n)` (A.3). */
+/** Asset names: a non-empty string, or a number written as `String(n)`. */
 export function compileAssetName(object: JsonObject, path: string, problems: LoadProblems): string | undefined {
   if (!hasMember(object, 'asset')) {
     problems.error(path, 'has no "asset"');
@@ -212,7 +212,7 @@ function compileSwitch(statement: JsonObject, path: string, problems: LoadProble
   const fallback = defaultBlock;
   return (run) => {
     const value = read(run);
-    // Map keys compare by SameValueZero: 1 and 1.0 match, 1, "1" and true never do (A.6.2).
+    // Map keys compare by SameValueZero: 1 and 1.0 match, 1, "1" and true never do.
     const block = value === undefined ? fallback : (cases.get(value) ?? fallback);
     if (block !== undefined) for (let i = 0; i < block.length; i++) block[i]!(run);
   };
@@ -232,7 +232,7 @@ function compileSenseStatement(node: JsonValue, path: string, problems: LoadProb
   if (statement !== undefined) into.push(statement);
 }
 
-/** Compiles a statement block, flattening nested blocks in document order (A.2). */
+/** Compiles a statement block, flattening nested blocks in document order. */
 export function compileSenseBlock(block: JsonValue, path: string, problems: LoadProblems): SenseStatement[] {
   const statements: SenseStatement[] = [];
   if (!Array.isArray(block)) {

@@ -1,4 +1,4 @@
-// The part of statement compiling that sense and actuate share (codecs.md A.2).
+// The part of statement compiling that sense and actuate share (docs/codecs.md, "Writing an ABCL document").
 import type { JsonObject, JsonValue } from '../types.js';
 import { isJsonObject } from '../json.js';
 import { indexPath, type LoadProblems } from './problems.js';

@@ -1,4 +1,4 @@
-// A sandboxed JavaScript codec (codecs.md part C): one QuickJS runtime with one context per
+// A sandboxed JavaScript codec (docs/codecs.md, "JavaScript codecs"): one QuickJS runtime with one context per
 // script, compiled once and reused for every call.
 import { createHash } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
@@ -24,7 +24,7 @@ export interface JsCodecOptions {
   limits?: Partial<JsCodecLimits>;
   /** Directions the script is configured for; a missing entry point for one is a load error. */
   require?: CodecDirection[];
-  /** The device's codec variables (C.3.1), string → string. */
+  /** The device's codec variables, string → string. */
   variables?: Record<string, string>;
   /** The device's default port: the uplink fPort when the transport has none, the Encoder port. */
   defaultPort?: number;
@@ -161,7 +161,7 @@ class Sandbox {
   }
 
   dispose(): void {
-    // Handles first, then the context, then the runtime (C.6.1).
+    // Handles first, then the context, then the runtime.
     this.callFunction.dispose();
     this.context.dispose();
     this.runtime.dispose();
@@ -236,7 +236,7 @@ export class JsCodec {
     return this.disabledBecause;
   }
 
-  /** Operator action: re-enable a disabled codec (C.6.3). */
+  /** Operator action: re-enable a disabled codec. */
   enable(): void {
     this.disabledBecause = undefined;
     this.consecutiveResourceFailures = 0;

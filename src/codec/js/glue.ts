@@ -1,4 +1,4 @@
-// Code evaluated inside the sandbox. Values cross the boundary only as JSON text (C.4).
+// Code evaluated inside the sandbox. Values cross the boundary only as JSON text.
 
 /**
  * Runs before the user script: a no-op console, and a per-call budget on typed-array and

@@ -1,4 +1,4 @@
-// Sandbox limits (codecs.md C.5.2). Each is configurable per daemon, with a per-device override.
+// Sandbox limits (docs/codecs.md, "JavaScript codecs"). Each is configurable per daemon, with a per-device override.
 
 export interface JsCodecLimits {
   /** QuickJS heap per runtime. */

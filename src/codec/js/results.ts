@@ -1,4 +1,4 @@
-// Host-side validation of what a script returned, per convention (codecs.md C.2, C.3).
+// Host-side validation of what a script returned, per convention (docs/codecs.md, "JavaScript codecs").
 import type { DecodeResult, DecodedState, EncodeResult, JsonValue } from '../types.js';
 import { isJsonObject, setMember } from '../json.js';
 import { hexToBytes } from '../hex.js';
@@ -25,7 +25,7 @@ function optionalList(result: { [key: string]: JsonValue }, key: 'warnings' | 'e
 }
 
 /**
- * The optional "warnings" and "errors" members of a decodeUplink/encodeDownlink result (C.2, C.3),
+ * The optional "warnings" and "errors" members of a decodeUplink/encodeDownlink result,
  * absent ones as empty lists; a string says why the result is invalid.
  */
 function resultMessages(result: { [key: string]: JsonValue }): { warnings: string[]; errors: string[] } | string {

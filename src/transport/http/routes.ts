@@ -64,7 +64,7 @@ function queryFlag(query: URLSearchParams, key: string): boolean {
   throw new ServiceError('INVALID_QUERY', `query "${key}" must be 1 or 0`);
 }
 
-/** Every path of contract §3. Handlers check rights themselves: the rules differ per path. */
+/** Every path of docs/api.md. Handlers check rights themselves: the rules differ per path. */
 export function apiRoutes(deps: ApiDeps): Route[] {
   const { catalog, registry, pipeline, commands } = deps;
   const store = catalog.store;
@@ -250,7 +250,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           });
           const states = Object.fromEntries(Object.entries(outcome.states).map(([name, s]) => [name, { value: s.value, at: iso(s.at) }]));
           if (outcome.refused.length > 0) {
-            // Always 422: the message was understood, some of its assets were not acceptable (contract §5).
+            // Always 422: the message was understood, some of its assets were not acceptable (docs/api.md, "Device states").
             const first = outcome.refused[0]!.code;
             const shared = outcome.refused.every((r) => r.code === first) && ErrorCodes[first as ErrorCode] === 422;
             throw new ServiceError(shared ? (first as ErrorCode) : 'STATES_REFUSED', outcome.refused.map((r) => r.error).join('; '), {

@@ -75,7 +75,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const readRaw = async (accepted: ReadonlyArray<'json' | 'cbor' | 'binary'>) => {
       bodyRead = true;
       const declaredEmpty = req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
-      // A request without a body is not refused for its Content-Type header (contract §3).
+      // A request without a body is not refused for its Content-Type header (docs/api.md).
       if (declaredEmpty) return { bytes: Buffer.alloc(0), kind: 'json' as const };
       const kind = mediaKind(req.headers['content-type'], accepted);
       // Read per request: a config reload may change it (the daemon passes a live getter).

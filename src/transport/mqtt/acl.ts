@@ -14,7 +14,7 @@ function deviceMayRead(principal: Principal, name: TemplateName, b: Bindings, ow
 }
 
 /**
- * Whether a principal may subscribe to a filter (contract §2, §4). The filter is compared with every
+ * Whether a principal may subscribe to a filter (docs/api.md, "Authentication and rights"; docs/mqtt.md). The filter is compared with every
  * topic template the service publishes on: it is granted only if it can match at least one, and every
  * template it can match is one the principal may read with the variables the filter leaves open.
  *

@@ -6,7 +6,7 @@ import { assetIdCommandTopic, assetTopic, filterMatches } from './topics.js';
 const noop = () => {};
 
 /**
- * Delivers commands to MQTT subscribers (spec 6, contract §4): `{value, at, meta?}` on both command
+ * Delivers commands to MQTT subscribers (docs/mqtt.md, "Topics"): `{value, at, meta?}` on both command
  * topics, QoS as subscribed, never retained, only to clients subscribed right now. Only the device's
  * own sessions may subscribe to its command topics (the ACL), so counting deliveries looks at those.
  */

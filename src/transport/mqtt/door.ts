@@ -99,7 +99,7 @@ function asBuffer(payload: Buffer | string): Buffer {
 }
 
 /**
- * The MQTT door (contract §4): an embedded aedes broker whose hooks turn publishes into pipeline
+ * The MQTT door (docs/mqtt.md): an embedded aedes broker whose hooks turn publishes into pipeline
  * requests and enforce the token ACLs. Everything subscribers receive is published by the service
  * itself (echo and feed after the commit, commands through the router, errors, retained feed); the
  * packets clients publish are never forwarded as they are.
@@ -180,7 +180,7 @@ export class MqttDoor {
       // (aedes applies this to 3.1 only; #authenticate caps every version in bytes.)
       maxClientsIdLength: config.maxClientIdBytes,
       preConnect: (_client, packet, done) => {
-        // Sessions are always clean: commands reach only current subscribers (contract §4), and
+        // Sessions are always clean: commands reach only current subscribers (docs/mqtt.md), and
         // the service keeps no per-client queues in memory. CONNACK says "no session present".
         packet.clean = true;
         done(null, true);
@@ -684,7 +684,7 @@ export class MqttDoor {
       done(null, null); // SUBACK 0x80, the connection stays
       return;
     }
-    // QoS 0 and 1 (contract §4); a QoS 2 request is granted QoS 1.
+    // QoS 0 and 1 (docs/mqtt.md); a QoS 2 request is granted QoS 1.
     if (sub.qos > 1) sub.qos = 1;
     done(null, sub);
   }

@@ -8,13 +8,13 @@ export interface RetainedMessage {
   valueJson: string;
 }
 
-/** The feed message (contract §4): `{"value", "at"}`, formatted exactly as the live feed's. */
+/** The feed message (docs/mqtt.md): `{"value", "at"}`, formatted exactly as the live feed's. */
 export function feedMessage(m: RetainedMessage): string {
   return feedText(m.valueJson, m.at);
 }
 
 /**
- * The latest feed message of every asset (contract §4), kept in memory by device and delivered,
+ * The latest feed message of every asset (docs/mqtt.md), kept in memory by device and delivered,
  * flagged retained, to new subscribers. Rebuilt from SQLite's latest states at start, so it survives
  * restarts without any broker persistence. "Latest" is the state with the greatest `at` (ties: the
  * last received), the same one `GET .../state` returns.

@@ -1,5 +1,5 @@
 /**
- * The MQTT topic model (spec 4.2, contract §4): parsing what clients publish, formatting what the
+ * The MQTT topic model (docs/mqtt.md, "Topics"): parsing what clients publish, formatting what the
  * service publishes, and matching subscription filters. Pure functions, no broker state.
  */
 
