@@ -84,7 +84,7 @@ interface Rig {
 async function rig(count: number): Promise<Rig> {
   const dataDir = tempDataDir();
   const devices = provisionDevices(dataDir, count);
-  const daemon = await startDaemon({ dataDir, env: { OUTPOST_LOG_LEVEL: 'warn', OUTPOST_RATE_LIMIT: '0' } });
+  const daemon = await startDaemon({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
   const app = cliJson<{ token: string }>(['token', 'create', '--name', 'bench', '--scopes', 'read,command,admin'], dataDir).token;
   const socket = createSocket('udp4');
   const pullResps: Rig['pullResps'] = [];

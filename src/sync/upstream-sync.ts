@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '../core/config.js';
 import type { UpstreamConfig } from '../core/config.js';
 import type { Principal } from '../core/access.js';
 import { isServiceError } from '../core/errors.js';
@@ -40,7 +41,8 @@ function readPem(path: string | null, key: string): Buffer | undefined {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new Error(`upstream.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    // A setting that cannot be used is a configuration error (exit 2 naming the key), like the MQTT TLS files.
+    throw new ConfigError(`config key upstream.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
   }
 }
 

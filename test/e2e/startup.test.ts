@@ -66,6 +66,20 @@ test('TLS misconfiguration exits 2 naming the key, before any port serves', () =
   }
 });
 
+test('an upstream TLS file that cannot be read exits 2 naming the key', () => {
+  const dir = tempDataDir();
+  try {
+    const upstream = { url: 'mqtts://127.0.0.1:1', gatewayId: 'GwGwGwGwGwGwGwGwGwGwGwGw', token: 'gateway:abcdefghijklmnopqrstuvwxyzABCDEFGH', ca: join(dir, 'missing-ca.pem') };
+    const r = runUntilExit(dir, { upstream });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /config key upstream\.ca: cannot read .*missing-ca\.pem \(ENOENT\)/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'a message, not a stack trace');
+    assert.ok(!r.stdout.includes('"msg":"ready"'));
+  } finally {
+    removeDir(dir);
+  }
+});
+
 test('a host that cannot be bound exits 2 naming http.host or mqtt.host', () => {
   const dir = tempDataDir();
   try {
