@@ -179,6 +179,16 @@ export class LorawanProvisioning {
     return lorawanView(record, this.#queue.openCount(deviceId));
   }
 
+  /** Every LoRaWAN device's radio link as a device list shows it: the signal of its last uplink, never a key. */
+  links(): Map<string, { type: 'lorawan'; at: string | null; rssi?: number; snr?: number }> {
+    const links = new Map<string, { type: 'lorawan'; at: string | null; rssi?: number; snr?: number }>();
+    for (const record of this.#devices.all()) {
+      const last = record.lastUplink;
+      links.set(record.deviceId, { type: 'lorawan', at: last ? new Date(last.at).toISOString() : null, ...(last?.rssi !== undefined ? { rssi: last.rssi } : {}), ...(last?.snr !== undefined ? { snr: last.snr } : {}) });
+    }
+    return links;
+  }
+
   delete(deviceId: string): void {
     if (!this.#devices.delete(deviceId)) throw new ServiceError('NOT_LORAWAN', `device ${deviceId} has no LoRaWAN settings`);
     this.onChange(deviceId);

@@ -125,6 +125,9 @@ test('ABP: uplink → feed, a command leaves as an encrypted PULL_RESP at tmst +
     assert.equal(settings.body.fCntUp, 12);
     assert.equal(settings.body.fCntDown, 6);
     assert.equal(settings.body.lastUplink.fCnt, 11);
+    // The device list tells the radio link by its last uplink's signal (the console shows it).
+    const listed = (await api(r.daemon.url, 'GET', '/devices', { token: r.app })).body.find((d: { id: string }) => d.id === r.deviceId);
+    assert.deepEqual(listed.link, { type: 'lorawan', at: settings.body.lastUplink.at, rssi: settings.body.lastUplink.rssi, snr: settings.body.lastUplink.snr });
     const metrics = await api(r.daemon.url, 'GET', '/metrics');
     assert.match(metrics.text, /outpost_lpwan_refused_total\{reason="fcnt-replay"\} 1/);
     assert.match(metrics.text, /outpost_lpwan_refused_total\{reason="mic"\} 1/);

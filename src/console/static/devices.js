@@ -64,13 +64,13 @@ export async function devicesPage(container) {
 }
 
 function linkBadge(link) {
-  if (!link) return h('span', { class: 'badge' }, 'IP');
+  if (!link || link.type === 'ip') return h('span', { class: 'badge' }, 'IP');
   if (link.type === 'lorawan') {
-    const signal = link.rssi !== undefined ? ` ${link.rssi} dBm / ${link.snr} dB` : '';
-    return h('span', { class: 'badge' }, `LoRa${signal}`);
+    const signal = link.rssi !== undefined ? ` ${link.rssi} dBm, SNR ${link.snr} dB` : link.at ? '' : ' (no uplink yet)';
+    return h('span', { class: 'badge', title: link.at ? `last uplink ${link.at}` : '' }, `LoRa${signal}`);
   }
-  if (link.type === 'gateway') return h('span', { class: 'badge' }, `behind gateway ${link.gatewayId ?? ''}`);
-  return h('span', { class: 'badge' }, link.type ?? 'IP');
+  if (link.type === 'gateway') return h('span', { class: 'badge' }, `behind gateway ${link.gatewayId}`);
+  return h('span', { class: 'badge' }, link.type);
 }
 
 const isNumeric = (asset) => asset.profile && (asset.profile.type === 'number' || asset.profile.type === 'integer');

@@ -2,6 +2,7 @@ import { ErrorCodes, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { canManageAssets, canReadAny, canReadDevice, isAdmin, type Principal } from '../../core/access.js';
 import { parseTimestamp } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
+import type { DeviceRecord } from '../../store/store.js';
 import { decodeHistoryCursor } from '../../store/store.js';
 import type { AssetTarget, StatePipeline } from '../../pipeline/ingest.js';
 import type { CommandRouter } from '../../pipeline/commands.js';
@@ -139,7 +140,10 @@ export function apiRoutes(deps: ApiDeps): Route[] {
         GET: (ctx) => {
           if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
           const lastSeen = store.lastStateAtByDevice();
-          return { status: 200, body: store.listDevices().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null })) };
+          const radioLinks = deps.lorawan?.links() ?? new Map();
+          // How each device reaches this instance: by radio, through a gateway (central role), or over IP.
+          const link = (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId } : { type: 'ip' });
+          return { status: 200, body: store.listDevices().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: link(d) })) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);
