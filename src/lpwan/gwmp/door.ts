@@ -115,7 +115,9 @@ export class GwmpDoor implements RadioSource {
   }
 
   start(): Promise<void> {
-    const socket = createSocket('udp4');
+    // Several forwarders flushing at once arrive as a burst; the kernel's default receive buffer
+    // (about 200 KB) drops datagrams before the loop reads them, so ask for more (capped by the OS).
+    const socket = createSocket({ type: 'udp4', recvBufferSize: 4 * 1024 * 1024 });
     this.#socket = socket;
     socket.on('message', (msg, rinfo) => {
       try {
