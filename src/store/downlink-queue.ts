@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { StatementCache } from './statements.js';
 
 export type DownlinkStatus = 'queued' | 'sent' | 'acknowledged' | 'expired' | 'too_large' | 'refused' | 'tx_error';
 
@@ -42,19 +43,14 @@ function recordFrom(r: Row): DownlinkRecord {
  */
 export class DownlinkQueueStore {
   readonly #db: Database;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
   #stmt(sql: string): Statement {
-    let s = this.#stmts.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      this.#stmts.set(sql, s);
-    }
-    return s;
+    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
   }
 
   enqueue(item: Omit<DownlinkRecord, 'status' | 'reason' | 'fCnt' | 'finishedAt'>): DownlinkRecord {

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import { newId } from '../core/ids.js';
 import type { Store } from './store.js';
+import { StatementCache } from './statements.js';
 
 export interface GatewayRecord {
   id: string;
@@ -31,19 +32,14 @@ const gatewayFrom = (r: Row): GatewayRecord => ({
  */
 export class GatewayStore {
   readonly #store: Store;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   constructor(store: Store) {
     this.#store = store;
   }
 
   #stmt(sql: string): Statement {
-    let stmt = this.#stmts.get(sql);
-    if (!stmt) {
-      stmt = this.#store.db.prepare(sql);
-      this.#stmts.set(sql, stmt);
-    }
-    return stmt;
+    return (this.#statements ??= new StatementCache(this.#store.db)).get(sql);
   }
 
   /** A new gateway and its token (the secret is shown once). */

@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { StatementCache } from './statements.js';
 
 /** A device's LoRaWAN settings and its current session (one row; the session fields are empty until an OTAA join). */
 export interface LorawanDeviceRecord {
@@ -63,19 +64,14 @@ function recordFrom(r: Row): LorawanDeviceRecord {
  */
 export class LorawanDeviceStore {
   readonly #db: Database;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
   #stmt(sql: string): Statement {
-    let s = this.#stmts.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      this.#stmts.set(sql, s);
-    }
-    return s;
+    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
   }
 
   get(deviceId: string): LorawanDeviceRecord | undefined {

@@ -1,4 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
+import { StatementCache } from './statements.js';
 
 /** `state`: a stored state on its way upstream; `catalog`: a device description (gateway catalog topic). */
 export type OutboxKind = 'state' | 'catalog';
@@ -48,19 +49,14 @@ export interface Removed {
  */
 export class OutboxStore {
   readonly #db: Database;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
   #stmt(sql: string): Statement {
-    let stmt = this.#stmts.get(sql);
-    if (!stmt) {
-      stmt = this.#db.prepare(sql);
-      this.#stmts.set(sql, stmt);
-    }
-    return stmt;
+    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
   }
 
   /** The bytes a row counts against `maxBytes`: topic plus payload, as on the wire. */

@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Store, StoredState } from './store.js';
+import { StatementCache } from './statements.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -94,19 +95,14 @@ const FOREVER = 8.64e15;
  */
 export class RedecodeJobs {
   readonly #store: Store;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   constructor(store: Store) {
     this.#store = store;
   }
 
   #stmt(sql: string): Statement {
-    let stmt = this.#stmts.get(sql);
-    if (!stmt) {
-      stmt = this.#store.db.prepare(sql);
-      this.#stmts.set(sql, stmt);
-    }
-    return stmt;
+    return (this.#statements ??= new StatementCache(this.#store.db)).get(sql);
   }
 
   get(deviceId: string): RedecodeJob | undefined {

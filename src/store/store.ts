@@ -7,6 +7,7 @@ import { StoreHealth, restoreAdvice } from './health.js';
 import { isCorruption } from '../core/errors.js';
 import { newId, newTokenSecret, hashToken, type TokenKind } from '../core/ids.js';
 import type { Profile } from '../core/profiles.js';
+import { StatementCache } from './statements.js';
 
 export type AssetKind = 'sensor' | 'actuator' | 'virtual' | 'config';
 export const ASSET_KINDS: readonly AssetKind[] = ['sensor', 'actuator', 'virtual', 'config'];
@@ -179,7 +180,7 @@ export class Store {
   readonly path: string;
   /** What the store's failures say about it (damaged, full), for /healthz. */
   readonly health: StoreHealth;
-  readonly #stmts = new Map<string, Statement>();
+  #statements: StatementCache | undefined;
 
   /** Opens (creating it owner-only if needed) the database of a data directory. */
   static open(dataDir: string, options: StoreOptions = {}): Store {
@@ -236,12 +237,7 @@ export class Store {
   }
 
   #stmt(sql: string): Statement {
-    let stmt = this.#stmts.get(sql);
-    if (!stmt) {
-      stmt = this.db.prepare(sql);
-      this.#stmts.set(sql, stmt);
-    }
-    return stmt;
+    return (this.#statements ??= new StatementCache(this.db)).get(sql);
   }
 
   /** Changes whenever another connection (the CLI) commits: the daemon's cue to drop its caches. */
