@@ -48,7 +48,7 @@ export function consoleRoutes(live: LiveEvents, codecs: DeviceCodecs): Route[] {
     if (encoding !== 'identity') headers['content-encoding'] = encoding;
     headers['content-length'] = String(body.length);
     res.writeHead(200, headers);
-    res.end(req.method === 'HEAD' ? undefined : body);
+    res.end(body);
     return { status: 200, written: true };
   };
 
