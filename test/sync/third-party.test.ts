@@ -217,7 +217,10 @@ test('outbox full, reject-new: HTTP 503 OUTBOX_FULL with Retry-After, no PUBACK 
     assert.equal(h.upstream.depth, accepted);
     assert.equal(h.upstream.dropped, 0);
     // The CLI sees the same outbox from another process, and a purge is counted as dropped.
-    const status = cliJson<{ link: string; depth: number; rejected: number; oldestAt: string }>(['outbox', 'status', '--config', config], dataDir);
+    // The daemon persists its counters once a second; the CLI reads what was persisted.
+    const cliStatus = () => cliJson<{ link: string; depth: number; rejected: number; oldestAt: string }>(['outbox', 'status', '--config', config], dataDir);
+    await until('the CLI sees the rejections', () => cliStatus().rejected >= 2);
+    const status = cliStatus();
     assert.equal(status.link, 'down');
     assert.equal(status.depth, accepted);
     assert.ok(status.rejected >= 2);
