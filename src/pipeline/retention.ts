@@ -11,7 +11,7 @@ export interface RetentionLimits {
 }
 
 /**
- * History and raw-uplink retention (docs/api.md, "Device states"; docs/configuration.md) in the background, never on the hot path: assets that received
+ * History and raw-uplink retention (docs/configuration.md, "Keys": limits.history*, limits.rawUplink*) in the background, never on the hot path: assets that received
  * states since the last run are trimmed to their newest N states, and everything past the age
  * limit goes.
  */
