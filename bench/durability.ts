@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseWrk } from './http.js';
+import { parseWrk, writePutScript } from './http.js';
 import { provision, runLoad, settings, startOutpost } from './mqtt.js';
 import type { BenchRow } from './lib.js';
 
@@ -37,19 +37,7 @@ async function measure(synchronous: Synchronous, seconds: number): Promise<Sampl
     try {
       const mqtt = await runLoad(broker, devices.publishers, 1, s);
       const device = devices.publishers[0]!;
-      const script = join(dir, 'put.lua');
-      writeFileSync(
-        script,
-        `wrk.method = "PUT"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${device.token}"
-local n = 0
-request = function()
-  n = n + 1
-  return wrk.format(nil, nil, nil, '{"value": ' .. (n % 80) .. '.5}')
-end
-`,
-      );
+      const script = writePutScript(dir, device.token);
       const wrk = spawn('wrk', ['-t1', '-c32', `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${broker.httpPort}/device/${device.id}/asset/temperature/state`]);
       let out = '';
       wrk.stdout.on('data', (c: Buffer) => (out += c.toString()));

@@ -21,6 +21,24 @@ async function startToReady(runs: number): Promise<number[]> {
   return times;
 }
 
+/** The wrk script of the HTTP PUT rows: one device's asset state, a value that changes per request. */
+export function writePutScript(dir: string, token: string): string {
+  const script = join(dir, 'put.lua');
+  writeFileSync(
+    script,
+    `wrk.method = "PUT"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer ${token}"
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, '{"value": ' .. (n % 80) .. '.5}')
+end
+`,
+  );
+  return script;
+}
+
 export function parseWrk(output: string) {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? NaN);
   const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
@@ -42,19 +60,7 @@ export async function benchHttp(): Promise<BenchRow[]> {
     // Idle means idle: V8's memory reducer trims the start-up heap after ~8 s without traffic.
     await sleep(12_000);
     const idleRss = rssBytes(d.proc.pid!);
-    const script = join(tempDataDir(), 'put.lua');
-    writeFileSync(
-      script,
-      `wrk.method = "PUT"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${device.token}"
-local n = 0
-request = function()
-  n = n + 1
-  return wrk.format(nil, nil, nil, '{"value": ' .. (n % 80) .. '.5}')
-end
-`,
-    );
+    const script = writePutScript(tempDataDir(), device.token);
     let peakRss = idleRss;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(d.proc.pid!))), 200);
     const wrk = spawn('wrk', ['-t1', '-c32', `-d${DURATION_S}s`, '--latency', '-s', script, `${d.url}/device/${device.id}/asset/temperature/state`]);

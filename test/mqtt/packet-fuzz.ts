@@ -7,6 +7,7 @@ import mqttPacket, { type Packet } from 'mqtt-packet';
 import { api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { seededRandom } from '../codec/helpers.js';
 import { connectClient, sleep, within } from './helpers.js';
+import type { TargetReport } from '../fuzz/runner.js';
 import { rawConnect, rawSession, rssBytes, type RawConnection } from './raw.js';
 
 export interface MqttFuzzOptions {
@@ -17,19 +18,8 @@ export interface MqttFuzzOptions {
   log?: (line: string) => void;
 }
 
-/** Shaped like the other fuzz targets' reports: `accepted` inputs left their connection open, `refused` ones got it closed. */
-export interface MqttFuzzReport {
-  target: string;
-  inputs: number;
-  accepted: number;
-  refused: number;
-  seconds: number;
-  perSecond: number;
-  /** Slowest well-behaved probe (connect, QoS 1 publish, PUBACK, HTTP read) during the run. */
-  slowestMs: number;
-  peakRssMb: number;
-  findings: Array<{ target: string; index: number; error: string }>;
-}
+/** The other fuzz targets' report: `accepted` inputs left their connection open, `refused` ones got it closed; `slowestMs` is the slowest well-behaved probe. */
+export type MqttFuzzReport = TargetReport;
 
 const TARGET = 'mqtt-socket';
 const WORKERS = 8;
