@@ -12,8 +12,8 @@ import { systemClock } from '../src/core/time.js';
 import { createLogger } from '../src/ops/logger.js';
 import { Store } from '../src/store/store.js';
 import { Catalog } from '../src/store/catalog.js';
-import { DeviceCodecs, setDeviceCodec } from '../src/pipeline/device-codecs.js';
-import { RedecodeRunner } from '../src/pipeline/redecode.js';
+import { DeviceCodecs, setDeviceCodec } from '../src/device-codecs/device-codecs.js';
+import { RedecodeRunner } from '../src/device-codecs/redecode.js';
 import { median, printTable, saveResults, type BenchRow } from './lib.js';
 
 const UPLINKS = 50_000;

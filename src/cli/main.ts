@@ -8,9 +8,9 @@ import { Store, StoreCorruptError } from '../store/store.js';
 import { DataDirLockedError } from '../store/data-dir.js';
 import { isCorruption } from '../core/errors.js';
 import { Catalog } from '../store/catalog.js';
-import { Registry } from '../pipeline/registry.js';
-import { DeviceCodecs, setDeviceCodec } from '../pipeline/device-codecs.js';
-import { assetView, deviceWithAssetsView, tokenView } from '../pipeline/views.js';
+import { Registry } from '../registry/registry.js';
+import { DeviceCodecs, setDeviceCodec } from '../device-codecs/device-codecs.js';
+import { assetView, deviceWithAssetsView, tokenView } from '../registry/views.js';
 import { createLogger } from '../ops/logger.js';
 import { Daemon } from '../daemon.js';
 import { ServiceHooks } from '../ops/service.js';
@@ -240,7 +240,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       if (values.try) {
         const { runCodecTry } = await import('./redecode-commands.js');
-        const { parseTryBody } = await import('../pipeline/codec-try.js');
+        const { parseTryBody } = await import('../device-codecs/codec-try.js');
         const limit = values.limit === undefined ? undefined : Number(values.limit);
         const request = parseTryBody({ ...body, limit, from: values.from, to: values.to });
         return runCodecTry(config, deviceId, request, json, write);

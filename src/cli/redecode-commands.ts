@@ -7,10 +7,10 @@ import { parseTimestamp, systemClock } from '../core/time.js';
 import { createLogger } from '../ops/logger.js';
 import { Store } from '../store/store.js';
 import { Catalog } from '../store/catalog.js';
-import { Registry } from '../pipeline/registry.js';
-import { DeviceCodecs } from '../pipeline/device-codecs.js';
-import { tryCodec, type TryReport, type TryRequest } from '../pipeline/codec-try.js';
-import { RedecodeRunner, redecodeView } from '../pipeline/redecode.js';
+import { Registry } from '../registry/registry.js';
+import { DeviceCodecs } from '../device-codecs/device-codecs.js';
+import { tryCodec, type TryReport, type TryRequest } from '../device-codecs/codec-try.js';
+import { RedecodeRunner, redecodeView } from '../device-codecs/redecode.js';
 import type { RedecodeJob } from '../store/redecode-jobs.js';
 import { formatTable } from './table.js';
 

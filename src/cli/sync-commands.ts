@@ -3,7 +3,7 @@ import { parseTimestamp, systemClock } from '../core/time.js';
 import { Store } from '../store/store.js';
 import { Catalog } from '../store/catalog.js';
 import { OutboxStore } from '../store/outbox.js';
-import { Registry } from '../pipeline/registry.js';
+import { Registry } from '../registry/registry.js';
 import { GatewayRegistry, gatewayView } from '../sync/central/gateway-registry.js';
 import { formatTable } from './table.js';
 

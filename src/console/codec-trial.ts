@@ -1,9 +1,9 @@
 import { ServiceError } from '../core/errors.js';
 import { isAdmin } from '../core/access.js';
 import { hexToBytes } from '../codec/hex.js';
-import { parseCodecSettings, type DeviceCodecs } from '../pipeline/device-codecs.js';
-import { isPlainObject, member } from '../pipeline/messages.js';
-import type { Route } from '../transport/http/router.js';
+import { parseCodecSettings, type DeviceCodecs } from '../device-codecs/device-codecs.js';
+import { isPlainObject, member } from '../ingest/messages.js';
+import type { Route } from '../doors/http/router.js';
 
 /**
  * `POST /codec/decode` (admin): compiles a codec that is not saved anywhere and decodes one hex

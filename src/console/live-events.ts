@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { canReadDevice, type Principal } from '../core/access.js';
-import type { StatePipeline, StateEvent, RefusalEvent } from '../pipeline/ingest.js';
-import type { CommandEvent, CommandRouter } from '../pipeline/commands.js';
+import type { StatePipeline, StateEvent, RefusalEvent } from '../ingest/ingest.js';
+import type { CommandEvent, CommandRouter } from '../commands/router.js';
 
 /** What the live view shows; `radio` covers LPWAN uplink, join and downlink events. */
 export type LiveKind = 'state' | 'command' | 'error' | 'radio';

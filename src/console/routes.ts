@@ -1,9 +1,9 @@
 import { ServiceError } from '../core/errors.js';
 import { canReadDevice, type Principal } from '../core/access.js';
-import type { RequestContext, Route } from '../transport/http/router.js';
+import type { RequestContext, Route } from '../doors/http/router.js';
 import { chooseEncoding, loadConsoleFiles } from './static-files.js';
 import { codecTrialRoute } from './codec-trial.js';
-import type { DeviceCodecs } from '../pipeline/device-codecs.js';
+import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import { LIVE_KINDS, type LiveEvents, type LiveKind } from './live-events.js';
 
 /** What `GET /whoami` shows: enough for a client to know what its token may do, never a secret. */

@@ -1,8 +1,8 @@
 import { ServiceError } from '../core/errors.js';
 import { encodeCborCommand } from '../codec/index.js';
 import type { JsonValue } from '../codec/types.js';
-import type { DeviceCodecs } from '../pipeline/device-codecs.js';
-import type { AssetCommand, CommandSink, DeviceCommand } from '../pipeline/commands.js';
+import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
+import type { AssetCommand, CommandSink, DeviceCommand } from '../commands/router.js';
 import type { DeviceRecord } from '../store/store.js';
 import type { SessionRegistry } from './session-registry.js';
 import { parseDownlinkMeta, type DownlinkQueue } from './downlink-queue.js';

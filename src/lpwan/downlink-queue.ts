@@ -3,7 +3,7 @@ import { newId } from '../core/ids.js';
 import type { Clock } from '../core/time.js';
 import type { JsonValue } from '../codec/types.js';
 import type { DownlinkQueueStore, DownlinkRecord, DownlinkStatus } from '../store/downlink-queue.js';
-import type { DeviceEvents } from '../pipeline/device-events.js';
+import type { DeviceEvents } from '../ingest/device-events.js';
 
 export interface DownlinkQueueLimits {
   /** Open items per device. */

@@ -1,5 +1,5 @@
 import { ServiceError } from '../core/errors.js';
-import { isPlainObject } from '../pipeline/messages.js';
+import { isPlainObject } from '../ingest/messages.js';
 import type { Clock } from '../core/time.js';
 import type { LorawanDeviceRecord, LorawanDeviceStore } from '../store/lorawan-devices.js';
 import type { DownlinkQueueStore } from '../store/downlink-queue.js';

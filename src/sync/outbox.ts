@@ -5,7 +5,7 @@ import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import type { Store, StoredState } from '../store/store.js';
 import { OutboxStore, type OutboxRowInput, type OutboxTotals } from '../store/outbox.js';
-import type { BatchHook } from '../pipeline/state-writer.js';
+import type { BatchHook } from '../ingest/state-writer.js';
 import type { Logger } from '../ops/logger.js';
 import { catalogMessage, catalogTopic } from './catalog-message.js';
 

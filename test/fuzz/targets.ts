@@ -12,9 +12,9 @@ import { createLogger } from '../../src/ops/logger.js';
 import { isServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/access.js';
 import type { DeviceRecord } from '../../src/store/store.js';
-import { decodeBody } from '../../src/transport/http/body.js';
-import { parseMqttAssetState, stateFromMessage } from '../../src/pipeline/messages.js';
-import { setDeviceCodec } from '../../src/pipeline/device-codecs.js';
+import { decodeBody } from '../../src/doors/http/body.js';
+import { parseMqttAssetState, stateFromMessage } from '../../src/ingest/messages.js';
+import { setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import { ROOT } from '../helpers/daemon.js';
 import { Rng, mutateBytes, mutateText, randomCbor, randomCborDeviceState, randomString, randomValue, toJsonText } from './generators.js';
 

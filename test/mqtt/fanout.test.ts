@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqemitter from 'mqemitter';
-import { createFanout } from '../../src/transport/mqtt/fanout.js';
+import { createFanout } from '../../src/doors/mqtt/fanout.js';
 import { api, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { connectClient, eventually, sleep, type TestClient } from './helpers.js';
 

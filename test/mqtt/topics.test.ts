@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { filterMatches, parsePublishTopic } from '../../src/transport/mqtt/topics.js';
-import { maySubscribe } from '../../src/transport/mqtt/acl.js';
-import { RetainedFeed } from '../../src/transport/mqtt/retained-feed.js';
+import { filterMatches, parsePublishTopic } from '../../src/doors/mqtt/topics.js';
+import { maySubscribe } from '../../src/doors/mqtt/acl.js';
+import { RetainedFeed } from '../../src/doors/mqtt/retained-feed.js';
 import type { Principal } from '../../src/core/access.js';
 
 const A = 'AAAAAAAAAAAAAAAAAAAAAAAA';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jsonNestingOver, parseJson, valueProblem } from '../../src/pipeline/messages.js';
+import { jsonNestingOver, parseJson, valueProblem } from '../../src/ingest/messages.js';
 import { ServiceError } from '../../src/core/errors.js';
 
 test('JSON nesting is counted outside strings, escapes included', () => {

@@ -10,12 +10,12 @@ import { createLogger } from '../../src/ops/logger.js';
 import { systemClock } from '../../src/core/time.js';
 import { Store } from '../../src/store/store.js';
 import { Catalog } from '../../src/store/catalog.js';
-import { StateWriter } from '../../src/pipeline/state-writer.js';
-import { StatePipeline } from '../../src/pipeline/ingest.js';
-import { DeviceCodecs, setDeviceCodec } from '../../src/pipeline/device-codecs.js';
-import { DeviceStateDecoder } from '../../src/pipeline/decoders.js';
-import { RedecodeRunner, redecodeView } from '../../src/pipeline/redecode.js';
-import { publishUplink } from '../../src/pipeline/uplinks.js';
+import { StateWriter } from '../../src/ingest/state-writer.js';
+import { StatePipeline } from '../../src/ingest/ingest.js';
+import { DeviceCodecs, setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
+import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
+import { RedecodeRunner, redecodeView } from '../../src/device-codecs/redecode.js';
+import { publishUplink } from '../../src/ingest/uplinks.js';
 import { encodeCborCommand } from '../../src/codec/index.js';
 import type { ServiceError } from '../../src/core/errors.js';
 

@@ -5,10 +5,10 @@ import type { Logger } from '../../ops/logger.js';
 import type { MetricsRegistry } from '../../ops/metrics.js';
 import type { DeviceCodec } from '../../codec/index.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { DeviceStateDecoder, UplinkDecoder } from '../../pipeline/decoders.js';
-import { parseCodecSettings, type DeviceCodecs } from '../../pipeline/device-codecs.js';
-import type { StatePipeline } from '../../pipeline/ingest.js';
-import { publishUplink } from '../../pipeline/uplinks.js';
+import type { DeviceStateDecoder, UplinkDecoder } from '../../ingest/decoders.js';
+import { parseCodecSettings, type DeviceCodecs } from '../../device-codecs/device-codecs.js';
+import type { StatePipeline } from '../../ingest/ingest.js';
+import { publishUplink } from '../../ingest/uplinks.js';
 import type { RadioFrame, RadioSourceHealth } from '../radio.js';
 import { SerialModemSource } from './serial-modem-source.js';
 

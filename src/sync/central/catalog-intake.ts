@@ -3,8 +3,8 @@ import { ID_PATTERN } from '../../core/ids.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { GatewayStore } from '../../store/gateways.js';
-import type { Registry } from '../../pipeline/registry.js';
-import { isPlainObject, member } from '../../pipeline/messages.js';
+import type { Registry } from '../../registry/registry.js';
+import { isPlainObject, member } from '../../ingest/messages.js';
 
 /**
  * The central's side of the gateway catalog (`gateway/<GatewayID>/device/<DeviceID>`, docs/sync.md):

@@ -2,8 +2,8 @@ import { ServiceError } from '../../core/errors.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import { GatewayStore, type GatewayRecord } from '../../store/gateways.js';
-import type { Registry } from '../../pipeline/registry.js';
-import { isPlainObject, member } from '../../pipeline/messages.js';
+import type { Registry } from '../../registry/registry.js';
+import { isPlainObject, member } from '../../ingest/messages.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

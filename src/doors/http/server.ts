@@ -6,8 +6,8 @@ import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import { Counter } from '../../ops/metrics.js';
-import { decodeBody, mediaKind, readBody } from './body.js';
-import { Router, type Method, type Reply, type RequestContext, type Route } from './router.js';
+import { decodeBody, mediaKind, readBody } from '../../doors/http/body.js';
+import { Router, type Method, type Reply, type RequestContext, type Route } from '../../doors/http/router.js';
 
 export interface HttpServerOptions {
   routes: Route[];

@@ -6,8 +6,8 @@ import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { Store, DeviceRecord } from '../store/store.js';
 import { AbclDocumentCache, compileCodec, onSharedModuleDamaged, type CodecSettings, type DeviceCodec } from '../codec/index.js';
-import { isPlainObject, member } from './messages.js';
-import { readCodecFile } from './codec-files.js';
+import { isPlainObject, member } from '../ingest/messages.js';
+import { readCodecFile } from '../device-codecs/codec-files.js';
 
 /** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/` (codec-files.ts). */
 const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));

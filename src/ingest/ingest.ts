@@ -4,9 +4,9 @@ import { canPublishState, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord, StoredState } from '../store/store.js';
-import type { AlongsideWrite, StateWriter } from './state-writer.js';
-import type { DecodedMessage, KeptUplink } from './decoders.js';
-import { DEFAULT_JSON_DEPTH, resolveAt, valueProblem, type JsonValue, type StateInput } from './messages.js';
+import type { AlongsideWrite, StateWriter } from '../ingest/state-writer.js';
+import type { DecodedMessage, KeptUplink } from '../ingest/decoders.js';
+import { DEFAULT_JSON_DEPTH, resolveAt, valueProblem, type JsonValue, type StateInput } from '../ingest/messages.js';
 
 /** A stored state, announced after its commit: the MQTT feed, echo and (later) the outbox listen here. */
 export interface StateEvent {

@@ -1,6 +1,6 @@
 import { decodeCborItem } from '../codec/cbor.js';
 import { ServiceError } from '../core/errors.js';
-import { DEFAULT_JSON_DEPTH, isPlainObject, parseJson, stateFromMessage, type StateInput } from './messages.js';
+import { DEFAULT_JSON_DEPTH, isPlainObject, parseJson, stateFromMessage, type StateInput } from '../ingest/messages.js';
 
 /**
  * The members of a JSON device state message (docs/api.md, "Device states"): asset name → `{value, at?}`.

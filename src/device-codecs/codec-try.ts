@@ -2,11 +2,11 @@ import { ServiceError } from '../core/errors.js';
 import type { Catalog } from '../store/catalog.js';
 import type { DeviceRecord } from '../store/store.js';
 import { RedecodeJobs, type KeptRawUplink } from '../store/redecode-jobs.js';
-import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from './device-codecs.js';
-import { currentUplinkDecoder, type UplinkDecoder } from './decoders.js';
-import { evaluateUplink, parseRange, type UplinkEvaluation } from './redecode.js';
-import type { AssetRefusal } from './ingest.js';
-import { isPlainObject, member, type JsonValue } from './messages.js';
+import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from '../device-codecs/device-codecs.js';
+import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
+import { evaluateUplink, parseRange, type UplinkEvaluation } from '../device-codecs/redecode.js';
+import type { AssetRefusal } from '../ingest/ingest.js';
+import { isPlainObject, member, type JsonValue } from '../ingest/messages.js';
 
 export const TRY_DEFAULT_LIMIT = 100;
 export const TRY_MAX_LIMIT = 1000;

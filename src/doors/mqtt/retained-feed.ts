@@ -1,5 +1,5 @@
-import { feedText } from '../../pipeline/ingest.js';
-import { filterMatches } from './topics.js';
+import { feedText } from '../../ingest/ingest.js';
+import { filterMatches } from '../../doors/mqtt/topics.js';
 
 /** Kept as the stored value's JSON and `at`: the message text is only built when someone subscribes. */
 export interface RetainedMessage {

@@ -4,8 +4,8 @@ import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../store/store.js';
-import { isPlainObject, member, type JsonValue } from './messages.js';
-import type { AssetTarget, StatePipeline } from './ingest.js';
+import { isPlainObject, member, type JsonValue } from '../ingest/messages.js';
+import type { AssetTarget, StatePipeline } from '../ingest/ingest.js';
 
 export interface AssetCommand {
   device: DeviceRecord;

@@ -1,7 +1,7 @@
 import type { Principal } from '../core/access.js';
-import type { DeviceStateOutcome, StatePipeline } from './ingest.js';
-import type { DeviceStateDecoder, RawUplink, UplinkDecoder } from './decoders.js';
-import type { AlongsideWrite } from './state-writer.js';
+import type { DeviceStateOutcome, StatePipeline } from '../ingest/ingest.js';
+import type { DeviceStateDecoder, RawUplink, UplinkDecoder } from '../ingest/decoders.js';
+import type { AlongsideWrite } from '../ingest/state-writer.js';
 
 export interface UplinkOptions {
   /** The device's token when the door has one; a radio door authenticates by MIC and passes none. */

@@ -1,7 +1,7 @@
 import type { Aedes, Client } from 'aedes';
 import type { CachedAsset } from '../../store/catalog.js';
-import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand } from '../../pipeline/commands.js';
-import { assetIdCommandTopic, assetTopic, filterMatches } from './topics.js';
+import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand } from '../../commands/router.js';
+import { assetIdCommandTopic, assetTopic, filterMatches } from '../../doors/mqtt/topics.js';
 
 const noop = () => {};
 

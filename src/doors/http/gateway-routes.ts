@@ -2,7 +2,7 @@ import { ServiceError } from '../../core/errors.js';
 import { isAdmin } from '../../core/access.js';
 import type { GatewayRegistry } from '../../sync/central/gateway-registry.js';
 import { gatewayView } from '../../sync/central/gateway-registry.js';
-import type { RequestContext, Route } from './router.js';
+import type { RequestContext, Route } from '../../doors/http/router.js';
 
 function requireAdmin(ctx: RequestContext): void {
   if (!isAdmin(ctx.principal())) throw new ServiceError('FORBIDDEN', 'this needs an application token with the "admin" scope');

@@ -5,7 +5,7 @@ import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../store/store.js';
-import { isPlainObject, member } from './messages.js';
+import { isPlainObject, member } from '../ingest/messages.js';
 
 function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
   const v = member(body, key);

@@ -2,9 +2,9 @@ import { ServiceError } from '../core/errors.js';
 import type { DeviceRecord } from '../store/store.js';
 import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
-import { looksLikeJsonObject, statesFromJsonBytes } from './device-state.js';
-import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from './device-codecs.js';
-import { DEFAULT_JSON_DEPTH, type StateInput } from './messages.js';
+import { looksLikeJsonObject, statesFromJsonBytes } from '../ingest/device-state.js';
+import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from '../device-codecs/device-codecs.js';
+import { DEFAULT_JSON_DEPTH, type StateInput } from '../ingest/messages.js';
 
 export type BodyKind = 'json' | 'cbor' | 'binary';
 

@@ -1,7 +1,7 @@
 import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { Store } from '../store/store.js';
-import type { StatePipeline } from './ingest.js';
+import type { StatePipeline } from '../ingest/ingest.js';
 
 export interface RetentionLimits {
   historyPerAsset: number;

@@ -5,10 +5,10 @@ import type { Logger } from '../ops/logger.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord, Store } from '../store/store.js';
 import { RedecodeJobs, type KeptRawUplink, type LatestChange, type RedecodeJob, type RedecodeProblem, type Replacement } from '../store/redecode-jobs.js';
-import type { DeviceCodecs } from './device-codecs.js';
-import { currentUplinkDecoder, type UplinkDecoder } from './decoders.js';
-import type { AssetRefusal } from './ingest.js';
-import { isPlainObject, member, resolveAt, type JsonValue } from './messages.js';
+import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
+import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
+import type { AssetRefusal } from '../ingest/ingest.js';
+import { isPlainObject, member, resolveAt, type JsonValue } from '../ingest/messages.js';
 
 /** One state a codec gave for a kept uplink, validated as the live path would. */
 export interface EvaluatedState {
