@@ -5,7 +5,6 @@
 import { createSocket } from 'node:dgram';
 import mqtt from 'mqtt';
 import { Store } from '../src/store/store.js';
-import { LorawanDeviceStore } from '../src/store/lorawan-devices.js';
 import { cmacKey, cryptFrmPayload, dataMic, Direction } from '../src/lpwan/lorawan/crypto.js';
 import { onAirBytes } from '../src/lpwan/lorawan/phy.js';
 import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../test/helpers/daemon.js';
@@ -26,16 +25,16 @@ interface BenchDevice {
 /** Writes devices straight into a fresh data dir (the daemon is not running yet): fast for 10 000. */
 function provisionDevices(dataDir: string, count: number): BenchDevice[] {
   const store = Store.open(dataDir);
-  const lorawan = new LorawanDeviceStore(store.db);
+  const lorawan = store.lorawanDevices;
   const devices: BenchDevice[] = [];
   const now = Date.now();
   const codec = JSON.stringify({ uplink: { format: 'abcl', file: 'counter.abcl.json' } });
   store.transaction(() => {
     for (let i = 0; i < count; i++) {
-      const { device } = store.createDevice({ name: `meter-${i}` }, now);
-      store.createAsset({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
-      store.createAsset({ deviceId: device.id, name: 'battery', title: null, description: null, is: 'sensor', profile: { type: 'number' } }, now);
-      store.updateDevice(device.id, { payloadFormat: 'abcl', codec }, now);
+      const { device } = store.devices.create({ name: `meter-${i}` }, now);
+      store.assets.create({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
+      store.assets.create({ deviceId: device.id, name: 'battery', title: null, description: null, is: 'sensor', profile: { type: 'number' } }, now);
+      store.devices.update(device.id, { payloadFormat: 'abcl', codec }, now);
       const devAddr = (0x26000000 + i).toString(16).toUpperCase().padStart(8, '0');
       lorawan.put(
         { deviceId: device.id, activation: 'abp', devEui: null, joinEui: null, appKey: null, fPort: 1, deviceClass: 'A', devAddr, nwkSKey: NWK, appSKey: APP, fCntUp: 0, fCntDown: 0, updatedOn: now },

@@ -160,17 +160,17 @@ export interface Device {
 export function provision(dataDir: string, publishers: number, idle: number): { publishers: Device[]; idle: Device[]; appToken: string } {
   const store = Store.open(dataDir);
   const make = (name: string, kind: 'sensor' | 'actuator', asset: string): Device => {
-    const { device, token } = store.createDevice({ name }, Date.now());
-    store.createAsset({ deviceId: device.id, name: asset, is: kind, profile: { type: kind === 'sensor' ? 'number' : 'boolean' }, title: null, description: null }, Date.now());
+    const { device, token } = store.devices.create({ name }, Date.now());
+    store.assets.create({ deviceId: device.id, name: asset, is: kind, profile: { type: kind === 'sensor' ? 'number' : 'boolean' }, title: null, description: null }, Date.now());
     return { id: device.id, token, topic: `device/${device.id}/asset/${asset}/state`, commandTopic: `device/${device.id}/asset/${asset}/command` };
   };
   const pubs: Device[] = [];
   const idles: Device[] = [];
-  store.db.transaction(() => {
+  store.transaction(() => {
     for (let i = 0; i < publishers; i++) pubs.push(make(`bench-pub-${i}`, 'sensor', 'temperature'));
     for (let i = 0; i < idle; i++) idles.push(make(`bench-idle-${i}`, 'actuator', 'switch'));
-  })();
-  const app = store.createToken({ kind: 'app', name: 'bench', deviceId: null, scopes: ['read', 'command'] }, Date.now());
+  });
+  const app = store.tokens.create({ kind: 'app', name: 'bench', deviceId: null, scopes: ['read', 'command'] }, Date.now());
   store.close();
   return { publishers: pubs, idle: idles, appToken: app.secret };
 }
@@ -341,7 +341,7 @@ export async function benchMqtt(): Promise<MqttBenchRow[]> {
     // Durability sanity check: every acknowledged QoS 1 state is in the database.
     await outpost.stop();
     const store = Store.open(join(dir, 'data'));
-    const stored = store.countStates();
+    const stored = store.states.count();
     store.close();
     process.stderr.write(`outpost stored ${stored} states in total\n`);
     outpost = await startOutpost(join(dir, 'data'));

@@ -74,14 +74,14 @@ async function benchBackup(dir: string): Promise<BenchRow[]> {
   const targetBytes = Number(process.env.BENCH_OPS_MB ?? 128) * 1048576;
   const dataDir = join(dir, 'data');
   const store = Store.open(dataDir);
-  const { device } = store.createDevice({ name: 'bench' }, Date.now());
-  const assets = Array.from({ length: 50 }, (_, i) => store.createAsset({ deviceId: device.id, name: `a${i}`, title: null, description: null, is: 'sensor', profile: { type: 'string' } }, Date.now()));
+  const { device } = store.devices.create({ name: 'bench' }, Date.now());
+  const assets = Array.from({ length: 50 }, (_, i) => store.assets.create({ deviceId: device.id, name: `a${i}`, title: null, description: null, is: 'sensor', profile: { type: 'string' } }, Date.now()));
   const value = JSON.stringify('x'.repeat(200));
   let at = Date.UTC(2026, 0, 1);
   while (statSync(store.path).size < targetBytes) {
-    store.writeStates(Array.from({ length: 20_000 }, (_, i) => ({ assetId: assets[i % assets.length]!.id, at: at++, valueJson: value, receivedAt: at })));
+    store.states.write(Array.from({ length: 20_000 }, (_, i) => ({ assetId: assets[i % assets.length]!.id, at: at++, valueJson: value, receivedAt: at })));
   }
-  store.db.pragma('wal_checkpoint(TRUNCATE)');
+  store.checkpoint();
   store.close();
   const mb = statSync(join(dataDir, 'outpost.db')).size / 1048576;
   const rows: BenchRow[] = [];

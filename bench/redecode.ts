@@ -57,9 +57,9 @@ async function round(kind: 'abcl' | 'js'): Promise<{ uplinksPerSec: number; stat
   const logger = createLogger('silent');
   const codecs = new DeviceCodecs(config, logger);
   try {
-    const { device } = store.createDevice({ name: 'bench' }, Date.now());
+    const { device } = store.devices.create({ name: 'bench' }, Date.now());
     const assets = ['temperature', 'humidity', 'battery'].map((name) =>
-      store.createAsset({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now()),
+      store.assets.create({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now()),
     );
     const settings = kind === 'abcl' ? abcl : js;
     await setDeviceCodec(store, codecs, systemClock, device, settings(1000));
@@ -67,8 +67,8 @@ async function round(kind: 'abcl' | 'js'): Promise<{ uplinksPerSec: number; stat
     store.transaction(() => {
       for (let i = 0; i < UPLINKS; i++) {
         const at = t0 + i * 1000;
-        const seq = store.recordUplink({ deviceId: device.id, at, payload: frame(i), port: null, source: 'bench', decoded: true, error: null, codec: 'old' });
-        store.writeStates(assets.map((a) => ({ assetId: a.id, at, valueJson: String(i % 100), receivedAt: at, uplinkSeq: seq, codec: 'old' })));
+        const seq = store.uplinks.record({ deviceId: device.id, at, payload: frame(i), port: null, source: 'bench', decoded: true, error: null, codec: 'old' });
+        store.states.write(assets.map((a) => ({ assetId: a.id, at, valueJson: String(i % 100), receivedAt: at, uplinkSeq: seq, codec: 'old' })));
       }
     });
     await setDeviceCodec(store, codecs, systemClock, device, settings(100));

@@ -22,15 +22,15 @@ export async function benchStore(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'outpost-bench-store-'));
   try {
     const store = Store.open(dir);
-    const { device } = store.createDevice({ name: 'bench' }, Date.now());
-    const assets = Array.from({ length: 100 }, (_, i) => store.createAsset({ deviceId: device.id, name: `a${i}`, title: null, description: null, is: 'sensor', profile: { type: 'string' } }, Date.now()));
+    const { device } = store.devices.create({ name: 'bench' }, Date.now());
+    const assets = Array.from({ length: 100 }, (_, i) => store.assets.create({ deviceId: device.id, name: `a${i}`, title: null, description: null, is: 'sensor', profile: { type: 'string' } }, Date.now()));
     const value = JSON.stringify('x'.repeat(200));
     const built = performance.now();
     let at = Date.UTC(2026, 0, 1);
     let rows = 0;
     while (statSync(store.path).size + safeSize(store.path + '-wal') < targetBytes) {
       const batch = Array.from({ length: 20_000 }, (_, i) => ({ assetId: assets[i % assets.length]!.id, at: at++, valueJson: value, receivedAt: at }));
-      store.writeStates(batch);
+      store.states.write(batch);
       rows += batch.length;
     }
     store.close();

@@ -246,7 +246,7 @@ export class Daemon {
     this.metrics.counterFrom('outpost_commands_sent_total', 'Commands routed since start', () => this.commands.commandsSent);
     this.metrics.gauge('outpost_store_bytes', 'Size of the SQLite database and its WAL on disk', () => this.store.sizeBytes());
     this.metrics.gauge('outpost_store_max_bytes', 'Configured cap of the database file (store.maxBytes; 0 = none)', () => this.config.store.maxBytes);
-    this.metrics.gauge('outpost_devices', 'Devices registered', () => this.catalog.store.db.prepare('SELECT count(*) FROM devices').pluck().get() as number);
+    this.metrics.gauge('outpost_devices', 'Devices registered', () => this.store.devices.count());
     this.metrics.gauge('outpost_codecs_active', 'Devices with a compiled codec (CBOR, ABCL or JavaScript)', () => this.codecs.size);
     this.metrics.gauge('outpost_uptime_seconds', 'Seconds since the daemon started', () => (this.clock.now() - this.#startedAt) / 1000);
     this.#stopProcessMetrics = registerProcessMetrics(this.metrics, this.#version);
@@ -268,7 +268,7 @@ export class Daemon {
       version: this.#version,
       role: this.config.role,
       uptimeSeconds: Math.round((this.clock.now() - this.#startedAt) / 1000),
-      schemaVersion: this.store.db.pragma('user_version', { simple: true }),
+      schemaVersion: this.store.schemaVersion(),
       ...(upstream ? { upstream: upstreamHealthView(upstream) } : {}),
       ...(this.serialModems.sources.length > 0 ? { serial: this.serialModems.health() } : {}),
       radio: this.radio.health(),
@@ -295,7 +295,7 @@ export class Daemon {
   /** For the systemd watchdog: the event loop runs (or this would not be called) and the database answers. */
   healthy(): boolean {
     try {
-      this.store.db.prepare('SELECT 1').get();
+      this.store.ping();
       return true;
     } catch {
       return false;

@@ -18,8 +18,6 @@ import { programVersion } from '../version.js';
 import { formatTable } from './table.js';
 import { SYNC_USAGE, runSyncCommand } from './sync-commands.js';
 import { LorawanProvisioning } from '../lpwan/provisioning.js';
-import { LorawanDeviceStore } from '../store/lorawan-devices.js';
-import { DownlinkQueueStore } from '../store/downlink-queue.js';
 
 const USAGE = `usage: outpost <command> [options]
 
@@ -186,10 +184,10 @@ export async function main(argv: string[]): Promise<number> {
       });
     case 'device list':
       return withRegistry(config, (_r, store) => {
-        const devices = store.listDevices();
+        const devices = store.devices.list();
         show(
           devices.map((d) => deviceWithAssetsView(d, store)),
-          () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.countAssets(d.id), new Date(d.createdOn).toISOString()])),
+          () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.assets.count(d.id), new Date(d.createdOn).toISOString()])),
         );
         return 0;
       });
@@ -269,7 +267,7 @@ export async function main(argv: string[]): Promise<number> {
       return withRegistry(config, (registry, store) => {
         const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
         const action = requireArg(positionals, 2, 'abp, otaa, show or delete');
-        const provisioning = new LorawanProvisioning(new LorawanDeviceStore(store.db), new DownlinkQueueStore(store.db), systemClock);
+        const provisioning = new LorawanProvisioning(store.lorawanDevices, store.downlinks, systemClock);
         const integer = (name: 'fcnt-up' | 'fcnt-down' | 'port') => {
           const raw = values[name];
           if (raw === undefined) return undefined;
@@ -326,7 +324,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'asset list':
       return withRegistry(config, (registry, store) => {
         const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-        const assets = store.listAssets(device.id).map((a) => assetView(a, store));
+        const assets = store.assets.list(device.id).map((a) => assetView(a, store));
         show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
         return 0;
       });
@@ -338,7 +336,7 @@ export async function main(argv: string[]): Promise<number> {
       });
     case 'token list':
       return withRegistry(config, (_r, store) => {
-        const tokens = store.listTokens().map(tokenView);
+        const tokens = store.tokens.list().map(tokenView);
         show(tokens, () => formatTable(['ID', 'KIND', 'NAME', 'DEVICE', 'SCOPES', 'REVOKED'], tokens.map((t) => [t.id, t.kind, t.name, t.deviceId, t.scopes.join(','), t.revokedOn])));
         return 0;
       });
@@ -354,9 +352,9 @@ export async function main(argv: string[]): Promise<number> {
         const deviceId = requireArg(positionals, 1, '<DeviceID>');
         const name = requireArg(positionals, 2, '<AssetName>');
         registry.requireDevice(deviceId);
-        const asset = store.getAssetByName(deviceId, name);
+        const asset = store.assets.byName(deviceId, name);
         if (!asset) throw new UsageError(`asset "${name}" not found on device ${deviceId}`);
-        const latest = store.latestState(asset.id);
+        const latest = store.states.latest(asset.id);
         const state = latest ? { value: JSON.parse(latest.valueJson) as unknown, at: new Date(latest.at).toISOString() } : null;
         show({ id: asset.id, state }, () => (state ? `${name} = ${JSON.stringify(state.value)}  at ${state.at}` : `${name} has no state yet`));
         return 0;

@@ -2,7 +2,6 @@ import type { OutpostConfig } from '../core/config.js';
 import { parseTimestamp, systemClock } from '../core/time.js';
 import { Store } from '../store/store.js';
 import { Catalog } from '../store/catalog.js';
-import { OutboxStore } from '../store/outbox.js';
 import { Registry } from '../registry/registry.js';
 import { GatewayRegistry, gatewayView } from '../sync/central/gateway-registry.js';
 import { formatTable } from './table.js';
@@ -71,7 +70,7 @@ function gatewayCommand(a: SyncCommandArgs, store: Store): number {
 }
 
 function outboxCommand(a: SyncCommandArgs, store: Store): number {
-  const outbox = new OutboxStore(store.db);
+  const outbox = store.outbox;
   switch (a.sub) {
     case 'status': {
       const totals = outbox.totals();

@@ -3,7 +3,7 @@ import { ServiceError } from '../core/errors.js';
 import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
-import type { DeviceRecord } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
 import { isPlainObject, member, type JsonValue } from '../ingest/messages.js';
 import type { AssetTarget, StatePipeline } from '../ingest/ingest.js';
 
@@ -121,7 +121,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
     const meta = parseMeta(member(body, 'meta'));
     const device = this.#catalog.device(asset.deviceId)!;
     at ??= this.#clock.now();
-    this.#catalog.store.recordCommand({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
+    this.#catalog.store.commands.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
     const command: AssetCommand = { device, asset, value, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
@@ -147,7 +147,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
       return asset;
     });
     const at = this.#clock.now();
-    this.#catalog.store.recordCommand({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source });
+    this.#catalog.store.commands.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source });
     const command: DeviceCommand = { device, values, assets, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;

@@ -1,5 +1,5 @@
 import type { TokenKind } from './ids.js';
-import type { Scope } from '../store/store.js';
+import type { Scope } from './model.js';
 
 /** Who is asking: resolved from a token on every request or MQTT connection (docs/api.md, "Authentication and rights"). */
 export interface Principal {

@@ -1,7 +1,7 @@
 import { ServiceError } from '../core/errors.js';
 import type { Catalog } from '../store/catalog.js';
-import type { DeviceRecord } from '../store/store.js';
-import { RedecodeJobs, type KeptRawUplink } from '../store/redecode-jobs.js';
+import type { DeviceRecord } from '../core/model.js';
+import type { KeptRawUplink } from '../store/redecode-jobs.js';
 import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from '../device-codecs/device-codecs.js';
 import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
 import { evaluateUplink, parseRange, type UplinkEvaluation } from '../device-codecs/redecode.js';
@@ -147,7 +147,7 @@ export async function tryCodec(catalog: Catalog, codecs: DeviceCodecs, device: D
       version,
       decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
     };
-    const uplinks = new RedecodeJobs(catalog.store).latestUplinks(device.id, request.from, request.to, request.limit);
+    const uplinks = catalog.store.redecodeJobs.latestUplinks(device.id, request.from, request.to, request.limit);
     return { ...compareCodecs(catalog, device.id, currentUplinkDecoder(codecs, device), candidate, uplinks), warnings };
   } finally {
     codec.dispose();

@@ -4,7 +4,8 @@ import { ServiceError } from '../core/errors.js';
 import type { OutpostConfig } from '../core/config.js';
 import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
-import type { Store, DeviceRecord } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
 import { AbclDocumentCache, compileCodec, onSharedModuleDamaged, type CodecSettings, type DeviceCodec } from '../codec/index.js';
 import { isPlainObject, member } from '../ingest/messages.js';
 import { readCodecFile } from '../device-codecs/codec-files.js';
@@ -151,7 +152,7 @@ export class DeviceCodecs {
    */
   async syncFromStore(store: Store): Promise<void> {
     const seen = new Set<string>();
-    for (const device of store.listDevices()) {
+    for (const device of store.devices.list()) {
       if (!device.codec) continue;
       seen.add(device.id);
       if (this.#compiled.get(device.id)?.source === device.codec) continue;
@@ -202,9 +203,9 @@ export async function setDeviceCodec(store: Store, codecs: DeviceCodecs, clock: 
   const settings = parseCodecSettings(body);
   const { codec, warnings, version } = await codecs.compile(settings);
   const source = JSON.stringify(settings);
-  store.updateDevice(device.id, { payloadFormat: settings.uplink.format, codec: source }, clock.now());
+  store.devices.update(device.id, { payloadFormat: settings.uplink.format, codec: source }, clock.now());
   codecs.activate(device.id, source, codec, version);
-  return { ...codecSettingsView(store.getDevice(device.id)!), warnings };
+  return { ...codecSettingsView(store.devices.get(device.id)!), warnings };
 }
 
 export function codecSettingsView(device: DeviceRecord): { uplink: unknown; downlink: unknown } {

@@ -3,7 +3,8 @@ import { ServiceError, isServiceError, storageError } from '../core/errors.js';
 import { parseTimestamp, type Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
-import type { DeviceRecord, Store } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
+import type { Store } from '../store/store.js';
 import { RedecodeJobs, type KeptRawUplink, type LatestChange, type RedecodeJob, type RedecodeProblem, type Replacement } from '../store/redecode-jobs.js';
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
@@ -150,7 +151,7 @@ export class RedecodeRunner {
 
   constructor(deps: RedecodeDeps) {
     this.#deps = deps;
-    this.jobs = new RedecodeJobs(deps.store);
+    this.jobs = deps.store.redecodeJobs;
     this.#owner = deps.owner ?? `${process.pid}:${deps.clock.now()}`;
   }
 

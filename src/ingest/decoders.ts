@@ -1,5 +1,5 @@
 import { ServiceError } from '../core/errors.js';
-import type { DeviceRecord } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
 import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
 import { looksLikeJsonObject, statesFromJsonBytes } from '../ingest/device-state.js';

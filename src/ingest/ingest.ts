@@ -3,7 +3,8 @@ import { ServiceError, isServiceError } from '../core/errors.js';
 import { canPublishState, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
-import type { DeviceRecord, StoredState } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
+import type { StoredState } from '../store/states.js';
 import type { AlongsideWrite, StateWriter } from '../ingest/state-writer.js';
 import type { DecodedMessage, KeptUplink } from '../ingest/decoders.js';
 import { DEFAULT_JSON_DEPTH, resolveAt, valueProblem, type JsonValue, type StateInput } from '../ingest/messages.js';
@@ -239,7 +240,7 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     const store = this.#catalog.store;
     return () => {
       const { raw } = uplink;
-      const seq = store.recordUplink({
+      const seq = store.uplinks.record({
         deviceId: raw.deviceId,
         at: raw.receivedAt,
         payload: raw.payload,

@@ -1,4 +1,5 @@
-import type { Store, StoredState } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import type { StoredState } from '../store/states.js';
 
 /**
  * Work that must commit atomically with a write's states (the raw uplink they came from, a radio
@@ -71,11 +72,11 @@ export class StateWriter {
     const started = process.hrtime.bigint();
     const hooks = this.#hooks;
     try {
-      if (batch.alongside.length === 0 && hooks.length === 0) this.#store.writeStates(batch.states);
+      if (batch.alongside.length === 0 && hooks.length === 0) this.#store.states.write(batch.states);
       else {
         this.#store.transaction(() => {
           for (const work of batch.alongside) work();
-          this.#store.writeStates(batch.states);
+          this.#store.states.write(batch.states);
           for (const hook of hooks) hook.withinTransaction(batch.states);
         });
       }

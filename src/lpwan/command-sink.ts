@@ -3,7 +3,7 @@ import { encodeCborCommand } from '../codec/index.js';
 import type { JsonValue } from '../codec/types.js';
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import type { AssetCommand, CommandSink, DeviceCommand } from '../commands/router.js';
-import type { DeviceRecord } from '../store/store.js';
+import type { DeviceRecord } from '../core/model.js';
 import type { SessionRegistry } from './session-registry.js';
 import { parseDownlinkMeta, type DownlinkQueue } from './downlink-queue.js';
 

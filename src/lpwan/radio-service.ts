@@ -4,8 +4,7 @@ import type { Logger } from '../ops/logger.js';
 import type { MetricsRegistry } from '../ops/metrics.js';
 import type { Catalog } from '../store/catalog.js';
 import type { Store } from '../store/store.js';
-import { LorawanDeviceStore } from '../store/lorawan-devices.js';
-import { DownlinkQueueStore } from '../store/downlink-queue.js';
+import type { DownlinkQueueStore } from '../store/downlink-queue.js';
 import type { StatePipeline } from '../ingest/ingest.js';
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import type { DeviceStateDecoder } from '../ingest/decoders.js';
@@ -52,8 +51,8 @@ export class RadioService {
   constructor(deps: RadioServiceDeps) {
     this.#deps = deps;
     const { config, store, clock } = deps;
-    const devices = new LorawanDeviceStore(store.db);
-    this.#queueStore = new DownlinkQueueStore(store.db);
+    const devices = store.lorawanDevices;
+    this.#queueStore = store.downlinks;
     this.sessions = new SessionRegistry(devices);
     this.sessions.loadAll();
     this.queue = new DownlinkQueue(this.#queueStore, deps.events, clock, { perDevice: config.limits.downlinksPerDevice, ttlMs: config.limits.downlinkTtlSeconds * 1000 });

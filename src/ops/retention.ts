@@ -35,8 +35,8 @@ export class HistoryPruner {
     this.#touched.clear();
     try {
       const removed =
-        this.#store.pruneHistory(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset) +
-        this.#store.pruneUplinks(this.#limits.rawUplinksPerDevice, this.#clock.now() - this.#limits.rawUplinkDays * 86_400_000);
+        this.#store.states.prune(this.#clock.now() - this.#limits.historyDays * 86_400_000, assets, this.#limits.historyPerAsset) +
+        this.#store.uplinks.prune(this.#limits.rawUplinksPerDevice, this.#clock.now() - this.#limits.rawUplinkDays * 86_400_000);
       if (removed > 0) this.#logger.debug({ removed }, 'history pruned');
       return removed;
     } catch (err) {

@@ -36,12 +36,10 @@ export class StatusSections {
 
 /** Database figures of the status; cheap enough to run on demand (count(*) uses the smallest index). */
 export function storeFigures(store: Store): { devices: number; storedStates: number; lastUplinkAt: number | null } {
-  const one = (sql: string) => store.db.prepare(sql).pluck().get() as number | null;
-  const devices = one('SELECT count(*) FROM devices') ?? 0;
-  const storedStates = one('SELECT count(*) FROM states') ?? 0;
-  // seq grows with every insert, so the row with the largest seq is the newest received.
-  const lastState = one('SELECT received_at FROM states ORDER BY seq DESC LIMIT 1');
-  const lastRaw = one('SELECT at FROM raw_uplinks ORDER BY seq DESC LIMIT 1');
+  const devices = store.devices.count();
+  const storedStates = store.states.count();
+  const lastState = store.states.lastReceivedAt();
+  const lastRaw = store.uplinks.lastReceivedAt();
   const candidates = [lastState, lastRaw].filter((v): v is number => typeof v === 'number');
   return { devices, storedStates, lastUplinkAt: candidates.length ? Math.max(...candidates) : null };
 }

@@ -4,7 +4,7 @@ import { ID_PATTERN, assetNameProblem, type TokenKind } from '../core/ids.js';
 import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
-import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../store/store.js';
+import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../core/model.js';
 import { isPlainObject, member } from '../ingest/messages.js';
 
 function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
@@ -71,15 +71,15 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (id !== undefined && id !== null) {
       // An admin may choose the ID (pre-assigning a device to a gateway at a central, docs/sync.md).
       if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw new ServiceError('INVALID_BODY', '"id" must be 24 characters of A-Z, a-z and 0-9');
-      if (this.#store.getDevice(id)) throw new ServiceError('DEVICE_EXISTS', `device ${id} already exists`);
+      if (this.#store.devices.get(id)) throw new ServiceError('DEVICE_EXISTS', `device ${id} already exists`);
     }
     const gateway = member(b, 'gateway');
     if (gateway !== undefined && gateway !== null) {
-      if (typeof gateway !== 'string' || !this.#store.db.prepare('SELECT 1 FROM gateways WHERE id = ?').get(gateway)) {
+      if (typeof gateway !== 'string' || !this.#store.gateways.get(gateway)) {
         throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${String(gateway)} not found`);
       }
     }
-    const created = this.#store.createDevice(
+    const created = this.#store.devices.create(
       {
         name,
         title: optionalText(b, 'title'),
@@ -107,7 +107,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (title !== undefined) fields.title = title;
     const description = optionalText(b, 'description');
     if (description !== undefined) fields.description = description;
-    this.#store.updateDevice(id, fields, this.#clock.now());
+    this.#store.devices.update(id, fields, this.#clock.now());
     this.#catalog.invalidate();
     this.emit('deviceChanged', id);
     return this.requireDevice(id);
@@ -115,8 +115,8 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   deleteDevice(id: string): void {
     this.requireDevice(id);
-    const tokenIds = this.#store.liveDeviceTokenIds(id);
-    this.#store.deleteDevice(id);
+    const tokenIds = this.#store.tokens.liveDeviceTokenIds(id);
+    this.#store.devices.delete(id);
     this.#catalog.invalidate();
     for (const tokenId of tokenIds) this.emit('tokenRevoked', tokenId);
     this.emit('deviceDeleted', id);
@@ -130,7 +130,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const name = member(b, 'name');
     const problem = assetNameProblem(name);
     if (problem) throw new ServiceError('INVALID_NAME', `"name" ${problem}`);
-    if (this.#store.getAssetByName(deviceId, name as string)) {
+    if (this.#store.assets.byName(deviceId, name as string)) {
       throw new ServiceError('ASSET_EXISTS', `asset "${name as string}" already exists on device ${deviceId}`);
     }
     return this.#insertAsset(deviceId, name as string, b, member(b, 'is'));
@@ -144,7 +144,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (bodyName !== undefined && bodyName !== name) throw new ServiceError('INVALID_BODY', `"name" ${JSON.stringify(bodyName)} must equal the path's asset name "${name}"`);
     const problem = assetNameProblem(name);
     if (problem) throw new ServiceError('INVALID_NAME', `asset name ${problem}`);
-    const existing = this.#store.getAssetByName(deviceId, name);
+    const existing = this.#store.assets.byName(deviceId, name);
     if (!existing) return { asset: this.#insertAsset(deviceId, name, b, member(b, 'is') ?? 'sensor'), created: true };
     const next: AssetRecord = { ...existing };
     const is = member(b, 'is');
@@ -155,7 +155,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (title !== undefined) next.title = title;
     const description = optionalText(b, 'description');
     if (description !== undefined) next.description = description;
-    const updated = this.#store.updateAsset(next, this.#clock.now());
+    const updated = this.#store.assets.update(next, this.#clock.now());
     this.#catalog.invalidate();
     this.emit('deviceChanged', deviceId);
     return { asset: updated, created: false };
@@ -173,10 +173,10 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const rawProfile = member(b, 'profile');
     if (rawProfile === undefined) throw new ServiceError('INVALID_PROFILE', '"profile" is required');
     const profile = this.#compiledProfile(rawProfile);
-    if (this.#store.countAssets(deviceId) >= this.#limits.assetsPerDevice) {
+    if (this.#store.assets.count(deviceId) >= this.#limits.assetsPerDevice) {
       throw new ServiceError('TOO_MANY_ASSETS', `device ${deviceId} already has the maximum of ${this.#limits.assetsPerDevice} assets`);
     }
-    const asset = this.#store.createAsset(
+    const asset = this.#store.assets.create(
       { deviceId, name, is: kind, profile, title: optionalText(b, 'title') ?? null, description: optionalText(b, 'description') ?? null },
       this.#clock.now(),
     );
@@ -187,9 +187,9 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   deleteAsset(deviceId: string, name: string): void {
     this.requireDevice(deviceId);
-    const asset = this.#store.getAssetByName(deviceId, name);
+    const asset = this.#store.assets.byName(deviceId, name);
     if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${name}" not found on device ${deviceId}`);
-    this.#store.deleteAsset(asset.id);
+    this.#store.assets.delete(asset.id);
     this.#catalog.invalidate();
     this.emit('assetDeleted', asset);
     this.emit('deviceChanged', deviceId);
@@ -201,14 +201,14 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
     const kind = (member(b, 'kind') ?? 'app') as TokenKind;
     if (kind !== 'app') throw new ServiceError('INVALID_BODY', '"kind" must be "app" (device tokens come with their device)');
-    const created = this.#store.createToken({ kind, name, deviceId: null, scopes: parseScopes(member(b, 'scopes')) }, this.#clock.now());
+    const created = this.#store.tokens.create({ kind, name, deviceId: null, scopes: parseScopes(member(b, 'scopes')) }, this.#clock.now());
     this.#catalog.invalidate();
     return created;
   }
 
   revokeToken(id: string): void {
-    if (!this.#store.revokeToken(id, this.#clock.now())) {
-      const token = this.#store.getToken(id);
+    if (!this.#store.tokens.revoke(id, this.#clock.now())) {
+      const token = this.#store.tokens.get(id);
       if (!token) throw new ServiceError('TOKEN_NOT_FOUND', `token ${id} not found`);
       return; // already revoked: revoking is idempotent
     }
@@ -218,7 +218,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   rotateDeviceToken(deviceId: string): { tokenId: string; token: string } {
     const device = this.requireDevice(deviceId);
-    const { token, secret, revoked } = this.#store.rotateDeviceToken(deviceId, device.name, this.#clock.now());
+    const { token, secret, revoked } = this.#store.tokens.rotateDeviceToken(deviceId, device.name, this.#clock.now());
     this.#catalog.invalidate();
     for (const id of revoked) this.emit('tokenRevoked', id);
     return { tokenId: token.id, token: secret };

@@ -1,4 +1,5 @@
-import type { AssetRecord, DeviceRecord, Store, TokenRecord } from '../store/store.js';
+import type { AssetRecord, DeviceRecord, TokenRecord } from '../core/model.js';
+import type { Store } from '../store/store.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -9,7 +10,7 @@ export interface StateView {
 
 /** The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. */
 export function assetView(asset: AssetRecord, store: Store) {
-  const latest = store.latestState(asset.id);
+  const latest = store.states.latest(asset.id);
   return {
     id: asset.id,
     deviceId: asset.deviceId,
@@ -39,7 +40,7 @@ export function deviceView(device: DeviceRecord) {
 }
 
 export function deviceWithAssetsView(device: DeviceRecord, store: Store) {
-  return { ...deviceView(device), assets: store.listAssets(device.id).map((a) => assetView(a, store)) };
+  return { ...deviceView(device), assets: store.assets.list(device.id).map((a) => assetView(a, store)) };
 }
 
 /** Never includes the secret: only its hash is stored. */

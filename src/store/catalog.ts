@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { hashToken, tokenKindOf } from '../core/ids.js';
 import type { Principal } from '../core/access.js';
 import { ProfileValidators, type ValueCheck } from '../core/profiles.js';
-import type { AssetRecord, DeviceRecord, Store } from './store.js';
+import type { AssetRecord, DeviceRecord } from '../core/model.js';
+import type { Store } from './store.js';
 
 /** Misses are cached too (as null); a cap keeps a flood of unknown tokens or ids from growing memory. */
 const CACHE_LIMIT = 50_000;
@@ -65,7 +66,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     const hash = hashToken(secret);
     let principal = this.#principals.get(hash);
     if (principal === undefined) {
-      const token = this.store.findTokenByHash(hash);
+      const token = this.store.tokens.findByHash(hash);
       principal = token ? { tokenId: token.id, kind: token.kind, deviceId: token.deviceId, scopes: token.scopes } : null;
       if (principal && token!.gatewayId) {
         const gatewayId = token!.gatewayId;
@@ -79,14 +80,14 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
 
   /** Whether a token id is still live (used to close sessions of revoked tokens). */
   isTokenLive(tokenId: string): boolean {
-    const token = this.store.getToken(tokenId);
+    const token = this.store.tokens.get(tokenId);
     return !!token && token.revokedOn === null;
   }
 
   device(id: string): DeviceRecord | undefined {
     let device = this.#devices.get(id);
     if (device === undefined) {
-      device = this.store.getDevice(id) ?? null;
+      device = this.store.devices.get(id) ?? null;
       remember(this.#devices, id, device);
     }
     return device ?? undefined;
@@ -100,7 +101,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     const key = `${deviceId}/${name}`;
     let asset = this.#assetsByName.get(key);
     if (asset === undefined) {
-      asset = this.#withValidator(this.store.getAssetByName(deviceId, name));
+      asset = this.#withValidator(this.store.assets.byName(deviceId, name));
       remember(this.#assetsByName, key, asset);
     }
     return asset ?? undefined;
@@ -109,7 +110,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   assetById(id: string): CachedAsset | undefined {
     let asset = this.#assetsById.get(id);
     if (asset === undefined) {
-      asset = this.#withValidator(this.store.getAssetById(id));
+      asset = this.#withValidator(this.store.assets.byId(id));
       remember(this.#assetsById, id, asset);
     }
     return asset ?? undefined;

@@ -1,5 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
-import { StatementCache } from './statements.js';
+import type { Database } from './database.js';
 
 export type DownlinkStatus = 'queued' | 'sent' | 'acknowledged' | 'expired' | 'too_large' | 'refused' | 'tx_error';
 
@@ -43,14 +42,13 @@ function recordFrom(r: Row): DownlinkRecord {
  */
 export class DownlinkQueueStore {
   readonly #db: Database;
-  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
-  #stmt(sql: string): Statement {
-    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
+  #stmt(sql: string) {
+    return this.#db.statement(sql);
   }
 
   enqueue(item: Omit<DownlinkRecord, 'status' | 'reason' | 'fCnt' | 'finishedAt'>): DownlinkRecord {

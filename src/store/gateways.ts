@@ -1,7 +1,6 @@
-import type { Statement } from 'better-sqlite3';
 import { newId } from '../core/ids.js';
-import type { Store } from './store.js';
-import { StatementCache } from './statements.js';
+import type { Database } from './database.js';
+import type { TokenStore } from './tokens.js';
 
 export interface GatewayRecord {
   id: string;
@@ -31,23 +30,24 @@ const gatewayFrom = (r: Row): GatewayRecord => ({
  * devices behind it (`devices.gateway_id`), and commands waiting while it is offline.
  */
 export class GatewayStore {
-  readonly #store: Store;
-  #statements: StatementCache | undefined;
+  readonly #db: Database;
+  readonly #tokens: TokenStore;
 
-  constructor(store: Store) {
-    this.#store = store;
+  constructor(db: Database, tokens: TokenStore) {
+    this.#db = db;
+    this.#tokens = tokens;
   }
 
-  #stmt(sql: string): Statement {
-    return (this.#statements ??= new StatementCache(this.#store.db)).get(sql);
+  #stmt(sql: string) {
+    return this.#db.statement(sql);
   }
 
   /** A new gateway and its token (the secret is shown once). */
   create(name: string, now: number): { gateway: GatewayRecord; token: string; tokenId: string } {
     const gateway: GatewayRecord = { id: newId(), name, createdOn: now, lastSeen: null };
-    return this.#store.transaction(() => {
+    return this.#db.transaction(() => {
       this.#stmt('INSERT INTO gateways (id, name, created_on) VALUES (?, ?, ?)').run(gateway.id, name, now);
-      const { token, secret } = this.#store.createToken({ kind: 'gateway', name: `gateway ${name}`, deviceId: null, scopes: [], gatewayId: gateway.id }, now);
+      const { token, secret } = this.#tokens.create({ kind: 'gateway', name: `gateway ${name}`, deviceId: null, scopes: [], gatewayId: gateway.id }, now);
       return { gateway, token: secret, tokenId: token.id };
     });
   }
@@ -63,7 +63,7 @@ export class GatewayStore {
 
   /** Its tokens go with it; its devices stay, assigned to no gateway. Returns the token ids that were live. */
   delete(id: string): string[] | undefined {
-    return this.#store.transaction(() => {
+    return this.#db.transaction(() => {
       const tokens = this.liveTokenIds(id);
       if (this.#stmt('DELETE FROM gateways WHERE id = ?').run(id).changes === 0) return undefined;
       return tokens;
@@ -101,7 +101,7 @@ export class GatewayStore {
 
   /** Removes and returns the gateway's unexpired commands, oldest first (expired ones are dropped). */
   takeCommands(gatewayId: string, now: number): PendingCommand[] {
-    return this.#store.transaction(() => {
+    return this.#db.transaction(() => {
       this.#stmt('DELETE FROM gateway_commands WHERE gateway_id = ? AND expires_at <= ?').run(gatewayId, now);
       const rows = this.#stmt('SELECT seq, device_id, topic, payload FROM gateway_commands WHERE gateway_id = ? ORDER BY seq').all(gatewayId) as Row[];
       this.#stmt('DELETE FROM gateway_commands WHERE gateway_id = ?').run(gatewayId);

@@ -1,5 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
-import { StatementCache } from './statements.js';
+import type { Database } from './database.js';
 
 /** A device's LoRaWAN settings and its current session (one row; the session fields are empty until an OTAA join). */
 export interface LorawanDeviceRecord {
@@ -64,14 +63,13 @@ function recordFrom(r: Row): LorawanDeviceRecord {
  */
 export class LorawanDeviceStore {
   readonly #db: Database;
-  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
-  #stmt(sql: string): Statement {
-    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
+  #stmt(sql: string) {
+    return this.#db.statement(sql);
   }
 
   get(deviceId: string): LorawanDeviceRecord | undefined {
@@ -115,7 +113,7 @@ export class LorawanDeviceStore {
       const insertNonce = this.#stmt('INSERT OR IGNORE INTO lorawan_dev_nonces (device_id, dev_nonce) VALUES (?, ?)');
       for (const nonce of usedDevNonces) insertNonce.run(record.deviceId, nonce);
       return this.get(record.deviceId)!;
-    })();
+    });
   }
 
   /** Removes the settings, session, used nonces and downlink queue of a device. */
@@ -125,7 +123,7 @@ export class LorawanDeviceStore {
       this.#stmt('DELETE FROM lorawan_dev_nonces WHERE device_id = ?').run(deviceId);
       this.#stmt('DELETE FROM downlinks WHERE device_id = ?').run(deviceId);
       return n > 0;
-    })();
+    });
   }
 
   /**
@@ -160,7 +158,7 @@ export class LorawanDeviceStore {
         session.joinedAt,
         deviceId,
       );
-    })();
+    });
   }
 
   devAddrInUse(devAddr: string): boolean {

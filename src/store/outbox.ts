@@ -1,5 +1,4 @@
-import type { Database, Statement } from 'better-sqlite3';
-import { StatementCache } from './statements.js';
+import type { Database } from './database.js';
 
 /** `state`: a stored state on its way upstream; `catalog`: a device description (gateway catalog topic). */
 export type OutboxKind = 'state' | 'catalog';
@@ -49,14 +48,13 @@ export interface Removed {
  */
 export class OutboxStore {
   readonly #db: Database;
-  #statements: StatementCache | undefined;
 
   constructor(db: Database) {
     this.#db = db;
   }
 
-  #stmt(sql: string): Statement {
-    return (this.#statements ??= new StatementCache(this.#db)).get(sql);
+  #stmt(sql: string) {
+    return this.#db.statement(sql);
   }
 
   /** The bytes a row counts against `maxBytes`: topic plus payload, as on the wire. */
@@ -109,7 +107,7 @@ export class OutboxStore {
           removed.bytes += bytes;
         }
       }
-    })();
+    });
     return removed;
   }
 

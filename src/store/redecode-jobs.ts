@@ -1,6 +1,5 @@
-import type { Statement } from 'better-sqlite3';
-import type { Store, StoredState } from './store.js';
-import { StatementCache } from './statements.js';
+import type { Database } from './database.js';
+import type { StoredState } from './states.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -94,15 +93,14 @@ const FOREVER = 8.64e15;
  * uplink's states either all old or all new, and the job knows where to continue.
  */
 export class RedecodeJobs {
-  readonly #store: Store;
-  #statements: StatementCache | undefined;
+  readonly #db: Database;
 
-  constructor(store: Store) {
-    this.#store = store;
+  constructor(db: Database) {
+    this.#db = db;
   }
 
-  #stmt(sql: string): Statement {
-    return (this.#statements ??= new StatementCache(this.#store.db)).get(sql);
+  #stmt(sql: string) {
+    return this.#db.statement(sql);
   }
 
   get(deviceId: string): RedecodeJob | undefined {
@@ -124,7 +122,7 @@ export class RedecodeJobs {
     now: number,
     isLive: (job: RedecodeJob) => boolean,
   ): RedecodeJob | undefined {
-    return this.#store.transaction(() => {
+    return this.#db.transaction(() => {
       const existing = this.get(job.deviceId);
       if (existing && isLive(existing)) return undefined;
       this.#stmt(
@@ -138,7 +136,7 @@ export class RedecodeJobs {
 
   /** Takes over a queued job, or a running one whose owner is gone; undefined if someone else has it. */
   claim(deviceId: string, owner: string, now: number, isLive: (job: RedecodeJob) => boolean): RedecodeJob | undefined {
-    return this.#store.transaction(() => {
+    return this.#db.transaction(() => {
       const job = this.get(deviceId);
       if (!job || (job.status !== 'queued' && job.status !== 'running')) return undefined;
       if (job.status === 'running' && isLive(job)) return undefined;
@@ -232,7 +230,7 @@ export class RedecodeJobs {
     const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
     const mark = this.#stmt('UPDATE raw_uplinks SET decoded = 1, error = NULL, codec = ? WHERE seq IN (SELECT value FROM json_each(?))');
     const advance = this.#stmt('UPDATE redecode_jobs SET last_seq = ?, done = ?, replaced = ?, failed = ?, problems = ?, updated_at = ? WHERE device_id = ?');
-    this.#store.transaction(() => {
+    this.#db.transaction(() => {
       const seqs = JSON.stringify(replacements.map((r) => r.uplinkSeq));
       const byUplink = new Map<number, Array<{ seq: number; asset_id: string; at: number }>>();
       for (const row of old.all(seqs) as Array<{ seq: number; asset_id: string; at: number; uplink_seq: number }>) {
@@ -271,7 +269,7 @@ export class RedecodeJobs {
        ON CONFLICT(asset_id) DO UPDATE SET seq = excluded.seq, at = excluded.at, value = excluded.value`,
     );
     const changes: LatestChange[] = [];
-    this.#store.transaction(() => {
+    this.#db.transaction(() => {
       for (const assetId of assetIds) {
         const top = newest.get(assetId) as Row | undefined;
         // An asset whose history is gone keeps its latest state: retention may have pruned history, not the value.

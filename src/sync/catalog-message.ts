@@ -1,4 +1,4 @@
-import type { AssetRecord, DeviceRecord } from '../store/store.js';
+import type { AssetRecord, DeviceRecord } from '../core/model.js';
 
 /** `gateway/<GatewayID>/device/<DeviceID>`: how a gateway describes one of its devices to the central. */
 export const catalogTopic = (gatewayId: string, deviceId: string) => `gateway/${gatewayId}/device/${deviceId}`;

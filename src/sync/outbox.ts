@@ -3,7 +3,8 @@ import type { UpstreamConfig } from '../core/config.js';
 import { ServiceError, isServiceError } from '../core/errors.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
-import type { Store, StoredState } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import type { StoredState } from '../store/states.js';
 import { OutboxStore, type OutboxRowInput, type OutboxTotals } from '../store/outbox.js';
 import type { BatchHook } from '../ingest/state-writer.js';
 import type { Logger } from '../ops/logger.js';
@@ -57,7 +58,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
     this.#config = deps.config;
     this.#logger = deps.logger;
     this.#gatewayId = deps.config.token ? deps.config.gatewayId : null;
-    this.rows = new OutboxStore(deps.store.db);
+    this.rows = deps.store.outbox;
     this.recount();
   }
 
@@ -142,8 +143,8 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   // ---- the gateway catalog
 
   #catalogRow(deviceId: string, now: number): { row: OutboxRowInput; text: string } | undefined {
-    const device = this.#store.getDevice(deviceId);
-    const text = device ? JSON.stringify(catalogMessage(device, this.#store.listAssets(deviceId))) : '';
+    const device = this.#store.devices.get(deviceId);
+    const text = device ? JSON.stringify(catalogMessage(device, this.#store.assets.list(deviceId))) : '';
     if (!device && !this.#announced.has(deviceId)) return undefined;
     return { row: { deviceId, kind: 'catalog', topic: catalogTopic(this.#gatewayId!, deviceId), payload: Buffer.from(text), createdAt: now }, text };
   }
@@ -168,7 +169,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   /** Every device's catalog, at start (devices registered while sync was off, or changed by the CLI). */
   announceAll(): void {
     if (this.#gatewayId === null) return;
-    const ids = new Set([...this.#store.listDevices().map((d) => d.id), ...this.#announced.keys()]);
+    const ids = new Set([...this.#store.devices.list().map((d) => d.id), ...this.#announced.keys()]);
     this.#store.transaction(() => {
       for (const id of ids) this.announceDevice(id);
     });

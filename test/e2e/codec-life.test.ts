@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
 import { api, cli, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
@@ -161,15 +162,15 @@ test('kill -9 during a redecode of 100 000 uplinks leaves history consistent; th
   assert.equal(cli(['device', 'codec', device.id, '--uplink', 'abcl', '--file', wrongFile, '--data', dataDir]).code, 0);
   // History as the wrong codec wrote it: N raw uplinks, each with its state pointing at it, and JSON states.
   const store = Store.open(dataDir);
-  const asset = store.getAssetByName(device.id, 'temperature')!;
+  const asset = store.assets.byName(device.id, 'temperature')!;
   const t0 = Date.now() - 2 * 86_400_000; // inside the 30 days of history and raw uplinks kept
   store.transaction(() => {
     for (let i = 0; i < N; i++) {
       const at = t0 + i * 1000;
-      const seq = store.recordUplink({ deviceId: device.id, at, payload: frame(i % 1000), port: null, source: 'mqtt', decoded: true, error: null, codec: 'abcl:wrongwrongwr' });
-      store.writeStates([{ assetId: asset.id, at, valueJson: JSON.stringify((i % 1000) / 100), receivedAt: at, uplinkSeq: seq, codec: 'abcl:wrongwrongwr' }]);
+      const seq = store.uplinks.record({ deviceId: device.id, at, payload: frame(i % 1000), port: null, source: 'mqtt', decoded: true, error: null, codec: 'abcl:wrongwrongwr' });
+      store.states.write([{ assetId: asset.id, at, valueJson: JSON.stringify((i % 1000) / 100), receivedAt: at, uplinkSeq: seq, codec: 'abcl:wrongwrongwr' }]);
     }
-    store.writeStates([{ assetId: asset.id, at: t0 - 1000, valueJson: '-40', receivedAt: t0 - 1000 }]);
+    store.states.write([{ assetId: asset.id, at: t0 - 1000, valueJson: '-40', receivedAt: t0 - 1000 }]);
   });
   store.close();
 
@@ -188,11 +189,11 @@ test('kill -9 during a redecode of 100 000 uplinks leaves history consistent; th
 
     // History right after the kill: every uplink has exactly one state, all new up to the job's
     // last committed uplink and all old after it; nothing lost, nothing doubled.
-    const check = Store.open(dataDir);
-    const job = check.db.prepare('SELECT status, last_seq, done FROM redecode_jobs WHERE device_id = ?').get(device.id) as { status: string; last_seq: number; done: number };
+    const check = inspect(join(dataDir, 'outpost.db'));
+    const job = check.prepare('SELECT status, last_seq, done FROM redecode_jobs WHERE device_id = ?').get(device.id) as { status: string; last_seq: number; done: number };
     assert.equal(job.status, 'running');
     assert.ok(job.done > 0 && job.done < N, `killed partway: ${job.done} of ${N}`);
-    const rows = check.db
+    const rows = check
       .prepare(
         `SELECT u.seq, u.payload, count(s.seq) AS n, max(s.value) AS value, max(s.codec) AS codec
          FROM raw_uplinks u LEFT JOIN states s ON s.uplink_seq = u.seq GROUP BY u.seq ORDER BY u.seq`,
@@ -209,7 +210,7 @@ test('kill -9 during a redecode of 100 000 uplinks leaves history consistent; th
       if (isNew) fixed++;
     }
     assert.equal(fixed, job.done);
-    assert.equal(check.db.prepare("SELECT value FROM states WHERE uplink_seq IS NULL").pluck().get(), '-40');
+    assert.equal(check.prepare("SELECT value FROM states WHERE uplink_seq IS NULL").pluck().get(), '-40');
     check.close();
 
     // The restarted daemon resumes where the last commit left off and finishes.
@@ -219,9 +220,9 @@ test('kill -9 during a redecode of 100 000 uplinks leaves history consistent; th
     assert.deepEqual([finished.done, finished.total, finished.replaced, finished.failed], [N, N, N, 0]);
     const latest = await api(d.url, 'GET', `/device/${device.id}/asset/temperature/state`, { token: app.token });
     assert.equal(latest.body.state.value, ((N - 1) % 1000) / 10);
-    const final = Store.open(dataDir);
-    assert.equal(final.db.prepare("SELECT count(*) FROM states WHERE codec = 'abcl:wrongwrongwr'").pluck().get(), 0);
-    assert.equal(final.db.prepare('SELECT count(*) FROM states').pluck().get(), N + 1);
+    const final = inspect(join(dataDir, 'outpost.db'));
+    assert.equal(final.prepare("SELECT count(*) FROM states WHERE codec = 'abcl:wrongwrongwr'").pluck().get(), 0);
+    assert.equal(final.prepare('SELECT count(*) FROM states').pluck().get(), N + 1);
     final.close();
   } finally {
     await d.stop('SIGKILL');

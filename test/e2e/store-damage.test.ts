@@ -18,10 +18,10 @@ function populatedDataDir() {
   const dataDir = join(parent, 'data');
   const { device, app } = provision(dataDir, [{ name: 'log', is: 'sensor', profile: { type: 'string' } }]);
   const store = Store.open(dataDir);
-  const asset = store.getAssetByName(device.id, 'log')!;
+  const asset = store.assets.byName(device.id, 'log')!;
   const base = Date.UTC(2026, 0, 1);
   for (let i = 0; i < STATES; i += 1000) {
-    store.writeStates(
+    store.states.write(
       Array.from({ length: 1000 }, (_, j) => ({ assetId: asset.id, at: base + (i + j) * 1000, valueJson: JSON.stringify(`${i + j}:${'x'.repeat(80)}`), receivedAt: base })),
     );
   }

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/core/config.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { isServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/access.js';
-import type { DeviceRecord } from '../../src/store/store.js';
+import type { DeviceRecord } from '../../src/core/model.js';
 import { decodeBody } from '../../src/doors/http/body.js';
 import { parseMqttAssetState, stateFromMessage } from '../../src/ingest/messages.js';
 import { setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
@@ -275,7 +275,7 @@ export async function createHarness(): Promise<FuzzHarness> {
             ? registry.createAsset(scratch.device.id, { name, is: 'sensor', profile: { type: 'number' } })
             : registry.upsertAsset(scratch.device.id, name, { profile: { type: 'number' } }).asset;
           // What was created must read back as exactly that name, and then go away again.
-          const stored = store.getAssetByName(scratch.device.id, name);
+          const stored = store.assets.byName(scratch.device.id, name);
           if (!stored || stored.name !== name) throw new Error(`asset name ${JSON.stringify(name)} stored as ${JSON.stringify(stored?.name)}`);
           registry.deleteAsset(scratch.device.id, created.name);
         });

@@ -58,8 +58,8 @@ function setup() {
   const seen: Array<[string, DeviceEvent]> = [];
   events.on('event', (id, e) => seen.push([id, e]));
   const device = (name: string) => {
-    const { device } = store.createDevice({ name }, Date.now());
-    store.createAsset({ deviceId: device.id, name: 'led', title: null, description: null, is: 'actuator', profile: { type: 'string' } }, Date.now());
+    const { device } = store.devices.create({ name }, Date.now());
+    store.assets.create({ deviceId: device.id, name: 'led', title: null, description: null, is: 'actuator', profile: { type: 'string' } }, Date.now());
     catalog.invalidate();
     return device.id;
   };

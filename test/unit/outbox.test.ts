@@ -10,7 +10,7 @@ function withStore(work: (store: Store, outbox: OutboxStore) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'outpost-outbox-'));
   const store = Store.open(dir);
   try {
-    work(store, new OutboxStore(store.db));
+    work(store, store.outbox);
   } finally {
     store.close();
     rmSync(dir, { recursive: true, force: true });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/core/config.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { systemClock } from '../../src/core/time.js';
+import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
 import { Catalog } from '../../src/store/catalog.js';
 import { StateWriter } from '../../src/ingest/state-writer.js';
@@ -30,8 +31,8 @@ async function setup() {
   const logger = createLogger('silent');
   const codecs = new DeviceCodecs(config, logger);
   const decoders = new DeviceStateDecoder(codecs);
-  const { device } = store.createDevice({ name: 'tank' }, Date.now());
-  store.createAsset({ deviceId: device.id, name: 'level', title: null, description: null, is: 'sensor', profile: { type: 'number', maximum: 100 } }, Date.now());
+  const { device } = store.devices.create({ name: 'tank' }, Date.now());
+  store.assets.create({ deviceId: device.id, name: 'level', title: null, description: null, is: 'sensor', profile: { type: 'number', maximum: 100 } }, Date.now());
   catalog.invalidate();
   const announced: Array<{ assetId: string; valueJson: string }> = [];
   const runner = new RedecodeRunner({ store, catalog, codecs, clock: systemClock, logger, batchSize: 3, announce: (_d, changes) => announced.push(...changes) });
@@ -40,7 +41,8 @@ async function setup() {
     catalog.invalidate();
   };
   const send = (byte: number, at: number) => publishUplink(pipeline, decoders, { deviceId: device.id, payload: Uint8Array.of(byte), source: 'test', receivedAt: at });
-  const values = () => (store.db.prepare('SELECT value FROM states ORDER BY at').pluck().all() as string[]).map(Number);
+  const peek = inspect(store.path);
+  const values = () => (peek.prepare('SELECT value FROM states ORDER BY at').pluck().all() as string[]).map(Number);
   const run = async (range = { from: null as number | null, to: null as number | null }) => {
     runner.start(catalog.device(device.id)!, range);
     return runner.running(device.id)!;
@@ -83,7 +85,7 @@ test('a re-decode replaces states uplink by uplink, keeps the old ones where the
     assert.match(view.problems[0]!.error, /asset "level".*maximum|<= 100/);
     // The newest uplink kept its old state, so the latest did not change: nothing announced.
     assert.deepEqual(t.announced, []);
-    assert.equal(t.store.latestState(t.catalog.assetByName(t.device.id, 'level')!.id)?.valueJson, '18');
+    assert.equal(t.store.states.latest(t.catalog.assetByName(t.device.id, 'level')!.id)?.valueJson, '18');
   } finally {
     t.close();
   }
@@ -95,7 +97,7 @@ test('a range limits the re-decode; states of pruned raw uplinks are reported as
     await t.setCodec(scaled(10));
     const t0 = Date.now() - 60_000;
     for (let i = 0; i < 10; i++) await t.send(i, t0 + i * 1000);
-    t.store.pruneUplinks(6); // the 4 oldest raw uplinks go; their states stay in history
+    t.store.uplinks.prune(6); // the 4 oldest raw uplinks go; their states stay in history
     await t.setCodec(scaled(1));
     const job = await t.run({ from: t0 + 2000, to: t0 + 7000 });
     assert.deepEqual([job.status, job.done, job.replaced, job.failed], ['done', 4, 4, 0]);
@@ -145,9 +147,9 @@ test('raw uplinks are bounded by count and by age', async () => {
     await t.setCodec(scaled(10));
     const now = Date.now();
     for (let i = 0; i < 6; i++) await t.send(i, now - (6 - i) * 86_400_000);
-    assert.equal(t.store.pruneUplinks(5, now - 3.5 * 86_400_000), 3);
-    assert.equal(t.store.listUplinks(t.device.id, 10).data.length, 3);
-    assert.equal(t.store.pruneUplinks(2), 1);
+    assert.equal(t.store.uplinks.prune(5, now - 3.5 * 86_400_000), 3);
+    assert.equal(t.store.uplinks.list(t.device.id, 10).data.length, 3);
+    assert.equal(t.store.uplinks.prune(2), 1);
   } finally {
     t.close();
   }

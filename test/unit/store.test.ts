@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
+import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
 import { hashToken } from '../../src/core/ids.js';
 
@@ -31,30 +32,32 @@ test('a database from a newer Outpost is refused, not downgraded', () => {
 test('the store opens in WAL mode and keeps only token hashes', () => {
   const dir = tempDir();
   const store = Store.open(dir);
-  assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
-  const { device, token } = store.createDevice({ name: 'd' }, 1000);
-  const rows = store.db.prepare('SELECT hash FROM tokens').pluck().all() as string[];
+  const peek = inspect(store.path);
+  assert.equal(peek.pragma('journal_mode', { simple: true }), 'wal');
+  const { device, token } = store.devices.create({ name: 'd' }, 1000);
+  const rows = peek.prepare('SELECT hash FROM tokens').pluck().all() as string[];
   assert.deepEqual(rows, [hashToken(token)]);
-  assert.ok(!JSON.stringify(store.db.prepare('SELECT * FROM tokens').all()).includes(token.split(':')[1]!));
-  assert.equal(store.findTokenByHash(hashToken(token))?.deviceId, device.id);
+  assert.ok(!JSON.stringify(peek.prepare('SELECT * FROM tokens').all()).includes(token.split(':')[1]!));
+  peek.close();
+  assert.equal(store.tokens.findByHash(hashToken(token))?.deviceId, device.id);
   store.close();
 });
 
 test('latest state is the greatest at, ties to the last received; history is newest first with a cursor', () => {
   const store = Store.open(tempDir());
-  const { device } = store.createDevice({ name: 'd' }, 0);
-  const asset = store.createAsset({ deviceId: device.id, name: 't', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
-  store.writeStates([
+  const { device } = store.devices.create({ name: 'd' }, 0);
+  const asset = store.assets.create({ deviceId: device.id, name: 't', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  store.states.write([
     { assetId: asset.id, at: 2000, valueJson: '2', receivedAt: 1 },
     { assetId: asset.id, at: 1000, valueJson: '1', receivedAt: 2 },
     { assetId: asset.id, at: 2000, valueJson: '3', receivedAt: 3 },
   ]);
-  assert.deepEqual(store.latestState(asset.id), { at: 2000, valueJson: '3' });
-  const first = store.history(asset.id, { limit: 2 });
+  assert.deepEqual(store.states.latest(asset.id), { at: 2000, valueJson: '3' });
+  const first = store.states.history(asset.id, { limit: 2 });
   assert.deepEqual(first.data.map((s) => s.valueJson), ['3', '2']);
   assert.ok(first.next);
   const cursor = Buffer.from(first.next!, 'base64url').toString().split(':').map(Number);
-  const second = store.history(asset.id, { limit: 2, cursor: { at: cursor[0]!, seq: cursor[1]! } });
+  const second = store.states.history(asset.id, { limit: 2, cursor: { at: cursor[0]!, seq: cursor[1]! } });
   assert.deepEqual(second.data.map((s) => s.valueJson), ['1']);
   assert.equal(second.next, null);
   store.close();
@@ -62,35 +65,35 @@ test('latest state is the greatest at, ties to the last received; history is new
 
 test('retention keeps the newest N states per asset and drops states past the age limit', () => {
   const store = Store.open(tempDir());
-  const { device } = store.createDevice({ name: 'd' }, 0);
-  const a = store.createAsset({ deviceId: device.id, name: 'a', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
-  const b = store.createAsset({ deviceId: device.id, name: 'b', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
-  store.writeStates(Array.from({ length: 50 }, (_, i) => ({ assetId: a.id, at: 10_000 + i, valueJson: String(i), receivedAt: 0 })));
-  store.writeStates([
+  const { device } = store.devices.create({ name: 'd' }, 0);
+  const a = store.assets.create({ deviceId: device.id, name: 'a', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  const b = store.assets.create({ deviceId: device.id, name: 'b', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  store.states.write(Array.from({ length: 50 }, (_, i) => ({ assetId: a.id, at: 10_000 + i, valueJson: String(i), receivedAt: 0 })));
+  store.states.write([
     { assetId: b.id, at: 10, valueJson: '1', receivedAt: 0 },
     { assetId: b.id, at: 20_000, valueJson: '2', receivedAt: 0 },
   ]);
-  const removed = store.pruneHistory(5_000, [a.id], 20);
+  const removed = store.states.prune(5_000, [a.id], 20);
   assert.equal(removed, 31, '30 over the count limit on a, 1 over the age limit on b');
-  assert.equal(store.countStates(a.id), 20);
-  assert.deepEqual(store.history(a.id, { limit: 1 }).data[0]!.valueJson, '49');
-  assert.equal(store.countStates(b.id), 1);
+  assert.equal(store.states.count(a.id), 20);
+  assert.deepEqual(store.states.history(a.id, { limit: 1 }).data[0]!.valueJson, '49');
+  assert.equal(store.states.count(b.id), 1);
   store.close();
 });
 
 test('raw uplinks are kept newest first, paged, and bounded per device', () => {
   const store = Store.open(tempDir());
-  const { device } = store.createDevice({ name: 'd' }, 0);
+  const { device } = store.devices.create({ name: 'd' }, 0);
   for (let i = 0; i < 7; i++) {
-    store.recordUplink({ deviceId: device.id, at: i, payload: new Uint8Array([i, 0xab]), port: i % 2 ? 2 : null, source: 'mqtt', decoded: i !== 3, error: i === 3 ? 'bad' : null });
+    store.uplinks.record({ deviceId: device.id, at: i, payload: new Uint8Array([i, 0xab]), port: i % 2 ? 2 : null, source: 'mqtt', decoded: i !== 3, error: i === 3 ? 'bad' : null });
   }
-  const first = store.listUplinks(device.id, 3);
+  const first = store.uplinks.list(device.id, 3);
   assert.deepEqual(first.data.map((u) => u.at), [6, 5, 4]);
   assert.deepEqual([...first.data[0]!.payload], [6, 0xab]);
-  const second = store.listUplinks(device.id, 3, Number(first.next));
+  const second = store.uplinks.list(device.id, 3, Number(first.next));
   assert.deepEqual(second.data.map((u) => u.at), [3, 2, 1]);
   assert.equal(second.data[0]!.decoded, false);
-  assert.equal(store.pruneUplinks(4), 3);
-  assert.deepEqual(store.listUplinks(device.id, 10).data.map((u) => u.at), [6, 5, 4, 3]);
+  assert.equal(store.uplinks.prune(4), 3);
+  assert.deepEqual(store.uplinks.list(device.id, 10).data.map((u) => u.at), [6, 5, 4, 3]);
   store.close();
 });

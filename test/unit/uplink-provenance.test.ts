@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/core/config.js';
 import { createLogger } from '../../src/ops/logger.js';
+import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
 import { Catalog } from '../../src/store/catalog.js';
 import { StateWriter } from '../../src/ingest/state-writer.js';
@@ -32,9 +33,9 @@ async function setup() {
   const pipeline = new StatePipeline(catalog, writer, systemClock);
   const codecs = new DeviceCodecs(config, createLogger('silent'));
   const decoders = new DeviceStateDecoder(codecs);
-  const { device } = store.createDevice({ name: 'sensor' }, Date.now());
+  const { device } = store.devices.create({ name: 'sensor' }, Date.now());
   for (const name of ['temperature', 'port']) {
-    store.createAsset({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now());
+    store.assets.create({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now());
   }
   catalog.invalidate();
   const refusals: string[] = [];
@@ -59,8 +60,8 @@ async function setup() {
   };
 }
 
-const uplinkRows = (store: Store) => store.db.prepare('SELECT seq, port, source, decoded, error, codec FROM raw_uplinks ORDER BY seq').all() as Array<Record<string, unknown>>;
-const stateRows = (store: Store) => store.db.prepare('SELECT value, uplink_seq, codec FROM states ORDER BY seq').all() as Array<Record<string, unknown>>;
+const uplinkRows = (store: Store) => inspect(store.path).prepare('SELECT seq, port, source, decoded, error, codec FROM raw_uplinks ORDER BY seq').all() as Array<Record<string, unknown>>;
+const stateRows = (store: Store) => inspect(store.path).prepare('SELECT value, uplink_seq, codec FROM states ORDER BY seq').all() as Array<Record<string, unknown>>;
 
 test('a decoded uplink and its states commit together; each state names its uplink and codec version', async () => {
   const t = await setup();
@@ -73,7 +74,7 @@ test('a decoded uplink and its states commit together; each state names its upli
     const [uplink] = uplinkRows(t.store);
     assert.deepEqual({ ...uplink, seq: undefined }, { seq: undefined, port: 5, source: 'gwmp:0102030405060708', decoded: 1, error: null, codec: version });
     assert.deepEqual(stateRows(t.store), [{ value: '21.5', uplink_seq: uplink!.seq, codec: version }]);
-    const page = t.store.history(t.catalog.assetByName(t.device.id, 'temperature')!.id, { limit: 10 });
+    const page = t.store.states.history(t.catalog.assetByName(t.device.id, 'temperature')!.id, { limit: 10 });
     assert.deepEqual(page.data[0], { at: 1_700_000_000_000, valueJson: '21.5', uplinkSeq: uplink!.seq, codec: version });
   } finally {
     t.close();
@@ -86,7 +87,7 @@ test('the fPort reaches a JS codec, and the same text is the same codec version'
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT } });
     const first = t.codecs.version(t.device);
     await publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(7), fPort: 42, source: 'radio', receivedAt: Date.now() });
-    assert.equal(t.store.latestState(t.catalog.assetByName(t.device.id, 'port')!.id)?.valueJson, '42');
+    assert.equal(t.store.states.latest(t.catalog.assetByName(t.device.id, 'port')!.id)?.valueJson, '42');
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT } });
     assert.equal(t.codecs.version(t.device), first);
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT.replace('input.bytes[0]', 'input.bytes[0] * 2') } });

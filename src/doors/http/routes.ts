@@ -2,8 +2,8 @@ import { ErrorCodes, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { canManageAssets, canReadAny, canReadDevice, isAdmin, type Principal } from '../../core/access.js';
 import { parseTimestamp } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { DeviceRecord } from '../../store/store.js';
-import { decodeHistoryCursor } from '../../store/store.js';
+import type { DeviceRecord } from '../../core/model.js';
+import { decodeHistoryCursor } from '../../store/states.js';
 import type { AssetTarget, StatePipeline } from '../../ingest/ingest.js';
 import type { CommandRouter } from '../../commands/router.js';
 import type { Registry } from '../../registry/registry.js';
@@ -97,7 +97,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
 
   const getState = (ctx: RequestContext) => {
     const asset = readableAsset(ctx);
-    const latest = store.latestState(asset.id);
+    const latest = store.states.latest(asset.id);
     if (!latest) throw new ServiceError('NO_STATE', `asset "${asset.name}" has no state yet`);
     return { status: 200, body: { id: asset.id, state: { value: JSON.parse(latest.valueJson), at: iso(latest.at) } } };
   };
@@ -139,11 +139,11 @@ export function apiRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
-          const lastSeen = store.lastStateAtByDevice();
+          const lastSeen = store.devices.lastStateAtByDevice();
           const radioLinks = deps.lorawan?.links() ?? new Map();
           // How each device reaches this instance: by radio, through a gateway (central role), or over IP.
           const link = (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId } : { type: 'ip' });
-          return { status: 200, body: store.listDevices().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: link(d) })) };
+          return { status: 200, body: store.devices.list().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: link(d) })) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);
@@ -182,7 +182,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           const device = readableDevice(ctx, ctx.principal());
-          return { status: 200, body: store.listAssets(device.id).map((a) => assetView(a, store)) };
+          return { status: 200, body: store.assets.list(device.id).map((a) => assetView(a, store)) };
         },
         POST: async (ctx) => {
           const device = manageableDevice(ctx);
@@ -220,7 +220,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           const cursorText = ctx.query.get('cursor') ?? ctx.query.get('next');
           const cursor = cursorText ? decodeHistoryCursor(cursorText) : undefined;
           if (cursorText && !cursor) throw new ServiceError('INVALID_QUERY', 'query "cursor" is not a cursor this service returned');
-          const page = store.history(asset.id, {
+          const page = store.states.history(asset.id, {
             from: queryTime(ctx.query, 'from'),
             to: queryTime(ctx.query, 'to'),
             limit: queryLimit(ctx.query, 100, 1000),
@@ -345,7 +345,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
           const device = readableDevice(ctx, ctx.principal());
           const cursor = ctx.query.get('cursor') ?? ctx.query.get('next');
           if (cursor !== null && !/^\d+$/.test(cursor)) throw new ServiceError('INVALID_QUERY', 'query "cursor" is not a cursor this service returned');
-          const page = store.listUplinks(device.id, queryLimit(ctx.query, 20, 1000), cursor === null ? undefined : Number(cursor));
+          const page = store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor === null ? undefined : Number(cursor));
           return {
             status: 200,
             body: {
@@ -401,7 +401,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: store.listTokens().map(tokenView) };
+          return { status: 200, body: store.tokens.list().map(tokenView) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);

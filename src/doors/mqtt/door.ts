@@ -263,7 +263,7 @@ export class MqttDoor {
 
   #loadRetained(): void {
     const { catalog } = this.#deps;
-    for (const latest of catalog.store.allLatestStates()) {
+    for (const latest of catalog.store.states.allLatest()) {
       const asset = catalog.assetById(latest.assetId);
       if (!asset) continue;
       this.retained.offer(asset.deviceId, asset.name, latest.at, latest.valueJson);

@@ -41,7 +41,7 @@ export class CatalogIntake {
   #apply(gatewayId: string, deviceId: string, payload: Buffer): void {
     if (!ID_PATTERN.test(deviceId)) throw new ServiceError('INVALID_BODY', `device ID ${JSON.stringify(deviceId)} is not 24 characters of A-Z, a-z and 0-9`);
     const store = this.#catalog.store;
-    const existing = store.getDevice(deviceId);
+    const existing = store.devices.get(deviceId);
     if (existing && existing.gatewayId !== gatewayId) {
       const owner = existing.gatewayId ? `gateway ${existing.gatewayId}` : 'no gateway';
       throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} exists at the central and belongs to ${owner}`);

@@ -27,7 +27,7 @@ export class GatewayRegistry {
     this.#catalog = catalog;
     this.#registry = registry;
     this.#clock = clock;
-    this.store = new GatewayStore(catalog.store);
+    this.store = catalog.store.gateways;
   }
 
   create(body: unknown): { gateway: GatewayRecord; token: string; tokenId: string } {

@@ -1,0 +1,144 @@
+import { statSync } from 'node:fs';
+import BetterSqlite3, { type Database as SqliteHandle, type Statement } from 'better-sqlite3';
+import { migrate } from './migrations.js';
+import { StoreHealth, restoreAdvice } from './health.js';
+import { isCorruption } from '../core/errors.js';
+import { StatementCache } from './statements.js';
+
+export interface DatabaseOptions {
+  synchronous?: 'normal' | 'full';
+  /** Largest database file in bytes (0: no limit). Over it writes fail with SQLITE_FULL (HTTP 503). */
+  maxBytes?: number;
+  /**
+   * Run `PRAGMA quick_check` before using the file (the daemon does at start; the CLI does not,
+   * it opens the file for every command). A damaged file throws StoreCorruptError.
+   */
+  checkIntegrity?: boolean;
+}
+
+/** The database file is damaged; the message says what to do. */
+export class StoreCorruptError extends Error {
+  override name = 'StoreCorruptError';
+  readonly code = 'STORE_CORRUPT';
+  constructor(
+    readonly path: string,
+    readonly problems: string[],
+  ) {
+    super(`the database file ${path} is damaged (${problems.slice(0, 3).join('; ')}${problems.length > 3 ? `; ${problems.length - 3} more` : ''}): ${restoreAdvice(path)}`);
+  }
+}
+
+/**
+ * The one SQLite connection of a process, shared by every aggregate of the store. It owns what is
+ * about the file rather than about a table: opening it (pragmas, integrity check, migrations, size
+ * cap), prepared statements, transactions, and the figures /healthz and the metrics read.
+ * better-sqlite3 is synchronous, so the methods are too. Only src/store uses it (docs/architecture.md).
+ */
+export class Database {
+  readonly path: string;
+  /** What the store's failures say about it (damaged, full), for /healthz. */
+  readonly health: StoreHealth;
+  readonly #handle: SqliteHandle;
+  readonly #statements: StatementCache;
+
+  constructor(path: string, options: DatabaseOptions = {}) {
+    this.path = path;
+    this.health = new StoreHealth(path);
+    this.#handle = new BetterSqlite3(path);
+    this.#statements = new StatementCache(this.#handle);
+    try {
+      this.#configure(options);
+    } catch (err) {
+      this.#handle.close();
+      // A header or schema page too damaged to even open the file.
+      if (isCorruption(err)) throw new StoreCorruptError(path, [(err as Error).message]);
+      throw err;
+    }
+  }
+
+  #configure(options: DatabaseOptions): void {
+    const db = this.#handle;
+    if (options.checkIntegrity) {
+      // Before migrations, so a damaged file is never written to. quick_check reads every page
+      // (O(N), measured in docs/configuration.md) but skips the index-content cross-check.
+      const problems = db.pragma('quick_check(20)', { simple: false }) as Array<{ quick_check: string }>;
+      const found = problems.map((r) => r.quick_check).filter((m) => m !== 'ok');
+      if (found.length > 0) throw new StoreCorruptError(this.path, found);
+    }
+    db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode survives a killed process; FULL (the default) also survives power loss, at
+    // one fsync per group commit: measured to keep well over half the ingest rate (README, Benchmarks).
+    db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    db.pragma('foreign_keys = ON');
+    // A cap on the database file keeps a small SD card from filling up: writes over it are refused
+    // (503, Retry-After) instead of taking the whole system down with a full disk.
+    if (options.maxBytes) this.setMaxBytes(options.maxBytes);
+    // The CLI writes to the same file while the daemon runs; wait for each other's short transactions.
+    db.pragma('busy_timeout = 5000');
+    migrate(db);
+  }
+
+  /** A prepared statement for this SQL, prepared once per connection (the aggregates' hot paths). */
+  statement(sql: string): Statement {
+    return this.#statements.get(sql);
+  }
+
+  /**
+   * Runs `work` in one transaction (a savepoint when already inside one), so writes that belong
+   * together (an uplink's states, its raw bytes, a radio session's counters, an outbox row) commit
+   * or fail together.
+   */
+  transaction<T>(work: () => T): T {
+    return this.#handle.transaction(work)();
+  }
+
+  get open(): boolean {
+    return this.#handle.open;
+  }
+
+  close(): void {
+    if (this.#handle.open) this.#handle.close();
+  }
+
+  /** Caps the database file (0: no cap); also used by a config reload. */
+  setMaxBytes(maxBytes: number): void {
+    const pageSize = this.#handle.pragma('page_size', { simple: true }) as number;
+    // 4294967294 is SQLite's own largest page count, i.e. no cap.
+    const pages = maxBytes > 0 ? Math.max(1, Math.floor(maxBytes / pageSize)) : 4294967294;
+    this.#handle.pragma(`max_page_count = ${pages}`);
+    this.health.setMaxBytes(maxBytes);
+  }
+
+  /** Changes whenever another connection (the CLI) commits: the daemon's cue to drop its caches. */
+  dataVersion(): number {
+    return this.statement('PRAGMA data_version').pluck().get() as number;
+  }
+
+  /** The schema version the migrations brought the file to. */
+  schemaVersion(): number {
+    return this.#handle.pragma('user_version', { simple: true }) as number;
+  }
+
+  /** Reads from the file; throws if the connection cannot (the watchdog's liveness probe). */
+  ping(): void {
+    this.statement('SELECT 1').get();
+  }
+
+  /** Moves the write-ahead log into the database file and empties the log. */
+  checkpoint(): void {
+    this.#handle.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  /** Bytes on disk: the database file plus its write-ahead log. */
+  sizeBytes(): number {
+    let size = 0;
+    for (const suffix of ['', '-wal']) {
+      try {
+        size += statSync(this.path + suffix).size;
+      } catch {
+        // a missing WAL file is simply empty
+      }
+    }
+    return size;
+  }
+}

@@ -1,0 +1,169 @@
+import type { Statement } from 'better-sqlite3';
+import type { Database } from './database.js';
+
+/** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
+export interface StoredState {
+  assetId: string;
+  at: number;
+  valueJson: string;
+  receivedAt: number;
+  /** Provenance: the raw uplink (`raw_uplinks.seq`) this state was decoded from, if any. */
+  uplinkSeq?: number;
+  /** Provenance: the codec version that decoded it (see DeviceCodecs.version). */
+  codec?: string;
+  /**
+   * Skip the state if this asset already holds one with the same `at` and value (states a gateway
+   * re-sends after a lost PUBACK); `write` then sets `duplicate`.
+   */
+  dedupe?: boolean;
+  duplicate?: boolean;
+}
+
+export interface HistoryPage {
+  data: Array<{ at: number; valueJson: string; uplinkSeq: number | null; codec: string | null }>;
+  next: string | null;
+}
+
+export interface HistoryQuery {
+  from?: number;
+  to?: number;
+  limit: number;
+  cursor?: { at: number; seq: number };
+}
+
+type Row = Record<string, unknown>;
+
+/** The three statements of the group-commit write path, prepared once. */
+interface WriteStatements {
+  insert: Statement;
+  latest: Statement;
+  held: Statement;
+}
+
+/**
+ * States (one aggregate of the store): every asset's history and its latest state, which a batch
+ * write keeps in step, and retention by age and count.
+ */
+export class StateStore {
+  readonly #db: Database;
+  #write: WriteStatements | undefined;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  #writeStatements(): WriteStatements {
+    return (this.#write ??= {
+      insert: this.#db.statement('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)'),
+      // Ties on `at` go to the last received, hence >=.
+      latest: this.#db.statement(
+        `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
+         ON CONFLICT(asset_id) DO UPDATE SET seq = excluded.seq, at = excluded.at, value = excluded.value
+         WHERE excluded.at >= latest_states.at`,
+      ),
+      held: this.#db.statement('SELECT 1 FROM states WHERE asset_id = ? AND at = ? AND value = ? LIMIT 1').pluck(),
+    });
+  }
+
+  /**
+   * Writes a batch of states in one transaction (a savepoint inside a caller's): history rows plus
+   * the latest state per asset. The group commit's hot path.
+   */
+  write(states: readonly StoredState[]): void {
+    const { insert, latest, held } = this.#writeStatements();
+    this.#db.transaction(() => {
+      // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
+      const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
+      for (const s of states) {
+        if (s.dedupe && held.get(s.assetId, s.at, s.valueJson) !== undefined) {
+          s.duplicate = true;
+          continue;
+        }
+        const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid;
+        const best = newest.get(s.assetId);
+        if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
+      }
+      for (const [assetId, n] of newest) latest.run(assetId, n.seq, n.at, n.valueJson);
+    });
+  }
+
+  latest(assetId: string): { at: number; valueJson: string } | undefined {
+    const row = this.#db.statement('SELECT at, value FROM latest_states WHERE asset_id = ?').get(assetId) as Row | undefined;
+    return row && { at: row.at as number, valueJson: row.value as string };
+  }
+
+  /** Every asset's latest state: the MQTT door rebuilds its retained feed messages from this at start. */
+  allLatest(): Array<{ assetId: string; at: number; valueJson: string }> {
+    return (this.#db.statement('SELECT asset_id, at, value FROM latest_states').all() as Row[]).map((r) => ({
+      assetId: r.asset_id as string,
+      at: r.at as number,
+      valueJson: r.value as string,
+    }));
+  }
+
+  /** Newest first. `cursor` is the opaque `next` of the previous page (see decodeHistoryCursor). */
+  history(assetId: string, query: HistoryQuery): HistoryPage {
+    const from = query.from ?? -8.64e15;
+    const to = query.to ?? 8.64e15;
+    const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
+    const rows = this.#db
+      .statement(
+        `SELECT seq, at, value, uplink_seq, codec FROM states
+         WHERE asset_id = ? AND at >= ? AND at <= ? AND (at < ? OR (at = ? AND seq < ?))
+         ORDER BY at DESC, seq DESC LIMIT ?`,
+      )
+      .all(assetId, from, to, c.at, c.at, c.seq, query.limit + 1) as Row[];
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map((r) => ({
+        at: r.at as number,
+        valueJson: r.value as string,
+        uplinkSeq: (r.uplink_seq as number | null) ?? null,
+        codec: (r.codec as string | null) ?? null,
+      })),
+      next: rows.length > query.limit && last ? Buffer.from(`${last.at as number}:${last.seq as number}`).toString('base64url') : null,
+    };
+  }
+
+  /** States of one asset, or of every asset. */
+  count(assetId?: string): number {
+    return assetId
+      ? (this.#db.statement('SELECT count(*) FROM states WHERE asset_id = ?').pluck().get(assetId) as number)
+      : (this.#db.statement('SELECT count(*) FROM states').pluck().get() as number);
+  }
+
+  /** When the last stored state was received (null: none stored). */
+  lastReceivedAt(): number | null {
+    // seq grows with every insert, so the row with the largest seq is the newest received.
+    return (this.#db.statement('SELECT received_at FROM states ORDER BY seq DESC LIMIT 1').pluck().get() as number | null) ?? null;
+  }
+
+  /**
+   * Retention (docs/configuration.md): drops states and commands older than `olderThan` and, for
+   * the given assets, all but the newest `keepPerAsset` states. Runs in the background in small
+   * transactions so writers are never held long.
+   */
+  prune(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {
+    let removed = 0;
+    const byAge = this.#db.statement('DELETE FROM states WHERE seq IN (SELECT seq FROM states WHERE at < ? LIMIT 5000)');
+    for (;;) {
+      const n = byAge.run(olderThan).changes;
+      removed += n;
+      if (n < 5000) break;
+    }
+    removed += this.#db.statement('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
+    const cutoff = this.#db.statement('SELECT at, seq FROM states WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
+    const byCount = this.#db.statement('DELETE FROM states WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?))');
+    for (const assetId of assetIds) {
+      const edge = cutoff.get(assetId, keepPerAsset) as Row | undefined;
+      if (edge) removed += byCount.run(assetId, edge.at, edge.at, edge.seq).changes;
+    }
+    return removed;
+  }
+}
+
+export function decodeHistoryCursor(text: string): { at: number; seq: number } | undefined {
+  const m = /^(-?\d+):(\d+)$/.exec(Buffer.from(text, 'base64url').toString());
+  return m ? { at: Number(m[1]), seq: Number(m[2]) } : undefined;
+}
