@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runCodecCommand } from '../../src/cli/codec-commands.js';
+import { runCodecCommand } from '../../src/cli/commands/codec.js';
 import { repoRoot } from './helpers.js';
 
 async function run(args: string[]): Promise<{ code: number; lines: string[] }> {

@@ -1,21 +1,20 @@
 // `outpost codec check | decode | encode` (README, "Command line"; docs/codecs.md, "Command line"): run a codec file by hand.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import type { DecodeResult, EncodeResult, JsonObject } from '../codec/types.js';
-import { isJsonObject } from '../codec/json.js';
-import { bytesToHex, hexToBytes } from '../codec/hex.js';
-import { decodeAbcl, encodeAbcl, loadAbcl, type CompiledAbcl } from '../codec/abcl/index.js';
-import { getQuickJSModule, JsCodec, type CodecDirection } from '../codec/js/index.js';
+import type { DecodeResult, EncodeResult, JsonObject } from '../../codec/types.js';
+import { isJsonObject } from '../../codec/json.js';
+import { bytesToHex, hexToBytes } from '../../codec/hex.js';
+import { decodeAbcl, encodeAbcl, loadAbcl, type CompiledAbcl } from '../../codec/abcl/index.js';
+import { getQuickJSModule, JsCodec, type CodecDirection } from '../../codec/js/index.js';
+import { isUsageError, UsageError } from '../args.js';
+import type { CliCommand } from '../command.js';
+import type { Output } from '../output.js';
 
 const USAGE = `usage:
   outpost codec check FILE [--json]
   outpost codec decode FILE --hex HEX | --text JSON [--port N] [--json]
   outpost codec encode FILE --values '<json map>' [--previous '<json map>'] [--json]
 FILE ending in .js is a JavaScript codec; any other file is an ABCL document (JSON with comments).`;
-
-class UsageError extends Error {}
-
-type Output = (text: string) => void;
 
 type LoadedCodec =
   | { kind: 'abcl'; doc: CompiledAbcl; warnings: string[] }
@@ -148,8 +147,14 @@ async function encode(file: string, options: { values?: string; previous?: strin
   return result.errors.length === 0 ? 0 : 1;
 }
 
+/** `outpost codec …`: its usage errors are its own (its usage text on stdout, exit 2). */
+export const command: CliCommand = {
+  usage: '  codec check|decode|encode ...                      see docs/codecs.md',
+  run: (args, _argv, out) => runCodecCommand(args, out),
+};
+
 /** Runs `outpost codec …` with `args` after the word `codec`; returns the exit code (0 ok, 1 codec errors, 2 usage). */
-export async function runCodecCommand(args: string[], out: (s: string) => void): Promise<number> {
+export async function runCodecCommand(args: string[], out: Output): Promise<number> {
   try {
     const { values, positionals } = parseArgs({
       args,
@@ -184,7 +189,7 @@ export async function runCodecCommand(args: string[], out: (s: string) => void):
         throw new UsageError(`unknown subcommand "${subcommand}"`);
     }
   } catch (error) {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (isUsageError(error)) {
       out(`error: ${(error as Error).message}`);
       out(USAGE);
       return 2;

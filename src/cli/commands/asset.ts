@@ -1,0 +1,39 @@
+import { assetView } from '../../registry/views.js';
+import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { withRegistry } from '../open.js';
+import { formatTable } from '../table.js';
+
+/** `outpost asset create|list`: a device's assets. */
+export const command: CliCommand = {
+  usage: [
+    "  asset create <DeviceID> --name N --is sensor|actuator|virtual|config --profile '<json>' [--json]",
+    '  asset list <DeviceID> [--json]',
+  ].join('\n'),
+  run: (args, argv, out) => runVerb(managementArgs(args, argv, out), { create: createAsset, list: listAssets }),
+};
+
+function createAsset({ config, positionals, values, show }: ManagementArgs): number {
+  return withRegistry(config, (registry, store) => {
+    const deviceId = requireArg(positionals, 1, '<DeviceID>');
+    if (!values.profile) throw new UsageError('missing --profile');
+    let profile: unknown;
+    try {
+      profile = JSON.parse(values.profile);
+    } catch {
+      throw new UsageError('--profile must be JSON, e.g. \'{"type":"integer"}\'');
+    }
+    const asset = registry.createAsset(deviceId, { name: values.name, is: values.is ?? 'sensor', profile, title: values.title });
+    show(assetView(asset, store), () => `asset ${asset.name} (${asset.id}) created on device ${deviceId}`);
+    return 0;
+  });
+}
+
+function listAssets({ config, positionals, show }: ManagementArgs): number {
+  return withRegistry(config, (registry, store) => {
+    const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
+    const assets = store.assets.list(device.id).map((a) => assetView(a, store));
+    show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
+    return 0;
+  });
+}

@@ -1,0 +1,76 @@
+import { deviceWithAssetsView } from '../../registry/views.js';
+import { managementArgs, requireArg, runVerb, type ManagementArgs } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { withRegistry } from '../open.js';
+import { formatTable } from '../table.js';
+import { deviceCodec, DEVICE_CODEC_USAGE } from './device-codec.js';
+import { deviceRedecode, DEVICE_REDECODE_USAGE } from './device-redecode.js';
+import { deviceLorawan, DEVICE_LORAWAN_USAGE } from './device-lorawan.js';
+
+/** `outpost device …`: register, list, show, delete devices; their token, codec, history and radio settings. */
+export const command: CliCommand = {
+  usage: [
+    '  device create --name N [--title T] [--id ID] [--gateway GatewayID] [--json]',
+    '                                                    register a device; prints its ID and token (once)',
+    '  device list [--json]',
+    '  device show <DeviceID> [--json]',
+    '  device delete <DeviceID>',
+    '  device token <DeviceID> [--json]                  issue a new device token, revoking the old one',
+    DEVICE_CODEC_USAGE,
+    DEVICE_REDECODE_USAGE,
+    DEVICE_LORAWAN_USAGE,
+  ].join('\n'),
+  run: (args, argv, out) =>
+    runVerb(managementArgs(args, argv, out), { create: createDevice, list: listDevices, show: showDevice, delete: deleteDevice, token: rotateToken, codec: deviceCodec, redecode: deviceRedecode, lorawan: deviceLorawan }),
+};
+
+function createDevice({ config, values, show }: ManagementArgs): number {
+  return withRegistry(config, (registry) => {
+    const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title, id: values.id, gateway: values.gateway });
+    show({ id: device.id, token }, () => `device ${device.id} created\ntoken: ${token}\n(the token is shown only now; keep it)`);
+    return 0;
+  });
+}
+
+function listDevices({ config, show }: ManagementArgs): number {
+  return withRegistry(config, (_r, store) => {
+    const devices = store.devices.list();
+    show(
+      devices.map((d) => deviceWithAssetsView(d, store)),
+      () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.assets.count(d.id), new Date(d.createdOn).toISOString()])),
+    );
+    return 0;
+  });
+}
+
+function showDevice({ config, positionals, show }: ManagementArgs): number {
+  return withRegistry(config, (registry, store) => {
+    const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
+    const view = deviceWithAssetsView(device, store);
+    show(view, () =>
+      [
+        `device ${view.id}  name: ${view.name}  created: ${view.createdOn}`,
+        '',
+        formatTable(['ASSET', 'IS', 'TYPE', 'VALUE', 'AT'], view.assets.map((a) => [a.name, a.is, String(a.profile.type), a.state ? JSON.stringify(a.state.value) : null, a.state?.at])),
+      ].join('\n'),
+    );
+    return 0;
+  });
+}
+
+function deleteDevice({ config, positionals, show }: ManagementArgs): number {
+  return withRegistry(config, (registry) => {
+    const id = requireArg(positionals, 1, '<DeviceID>');
+    registry.deleteDevice(id);
+    show({ deleted: id }, () => `device ${id} deleted`);
+    return 0;
+  });
+}
+
+function rotateToken({ config, positionals, show }: ManagementArgs): number {
+  return withRegistry(config, (registry) => {
+    const result = registry.rotateDeviceToken(requireArg(positionals, 1, '<DeviceID>'));
+    show({ id: result.tokenId, token: result.token }, () => `new device token: ${result.token}\n(previous device tokens are revoked)`);
+    return 0;
+  });
+}

@@ -1,0 +1,23 @@
+import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
+import type { CliCommand } from '../command.js';
+import { withRegistry } from '../open.js';
+
+/** `outpost state get`: an asset's latest state. */
+export const command: CliCommand = {
+  usage: '  state get <DeviceID> <AssetName> [--json]',
+  run: (args, argv, out) => runVerb(managementArgs(args, argv, out), { get: getState }),
+};
+
+function getState({ config, positionals, show }: ManagementArgs): number {
+  return withRegistry(config, (registry, store) => {
+    const deviceId = requireArg(positionals, 1, '<DeviceID>');
+    const name = requireArg(positionals, 2, '<AssetName>');
+    registry.requireDevice(deviceId);
+    const asset = store.assets.byName(deviceId, name);
+    if (!asset) throw new UsageError(`asset "${name}" not found on device ${deviceId}`);
+    const latest = store.states.latest(asset.id);
+    const state = latest ? { value: JSON.parse(latest.valueJson) as unknown, at: new Date(latest.at).toISOString() } : null;
+    show({ id: asset.id, state }, () => (state ? `${name} = ${JSON.stringify(state.value)}  at ${state.at}` : `${name} has no state yet`));
+    return 0;
+  });
+}
