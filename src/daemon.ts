@@ -344,7 +344,7 @@ export class Daemon {
           clock: this.clock,
           health: () => this.health(),
           metricsText: () => this.metrics.render(),
-        }), ...consoleRoutes(live, this.codecs), ...(this.gateways && this.#hub ? gatewayRoutes(this.gateways, (id) => this.#hub!.connected(id)) : [])],
+        }), ...consoleRoutes(live), ...(this.gateways && this.#hub ? gatewayRoutes(this.gateways, (id) => this.#hub!.connected(id)) : [])],
         catalog: this.catalog,
         rateLimiter: this.rateLimiter,
         clock: this.clock,

@@ -1,15 +1,9 @@
 import { ServiceError } from '../core/errors.js';
-import { canReadDevice, type Principal } from '../core/access.js';
+import { canReadDevice } from '../core/access.js';
 import type { RequestContext, Route } from '../doors/http/router.js';
+import { forbid } from '../doors/http/access.js';
 import { chooseEncoding, loadConsoleFiles } from './static-files.js';
-import { codecTrialRoute } from './codec-trial.js';
-import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import { LIVE_KINDS, type LiveEvents, type LiveKind } from './live-events.js';
-
-/** What `GET /whoami` shows: enough for a client to know what its token may do, never a secret. */
-export function whoamiView(p: Principal) {
-  return { tokenId: p.tokenId, kind: p.kind, deviceId: p.deviceId, scopes: p.scopes };
-}
 
 function parseKinds(raw: string | null): Set<LiveKind> {
   if (raw === null || raw === '') return new Set(LIVE_KINDS);
@@ -22,10 +16,10 @@ function parseKinds(raw: string | null): Set<LiveKind> {
 }
 
 /**
- * The web console (static files under /console/) and the two public endpoints it needs beyond the
- * device API: `GET /whoami` and the live event stream `GET /events`.
+ * The web console (static files under /console/) and the live event stream `GET /events` it
+ * reads; the rest it asks of the device API (`GET /whoami`, `POST /codec/decode`, …).
  */
-export function consoleRoutes(live: LiveEvents, codecs: DeviceCodecs): Route[] {
+export function consoleRoutes(live: LiveEvents): Route[] {
   const files = loadConsoleFiles();
 
   const serveFile = (ctx: RequestContext, name: string) => {
@@ -63,8 +57,6 @@ export function consoleRoutes(live: LiveEvents, codecs: DeviceCodecs): Route[] {
     },
     { pattern: '/console/:file', public: true, methods: { GET: (ctx) => serveFile(ctx, ctx.params.file!) } },
     { pattern: '/console/:dir/:file', public: true, methods: { GET: (ctx) => serveFile(ctx, `${ctx.params.dir}/${ctx.params.file}`) } },
-    codecTrialRoute(codecs),
-    { pattern: '/whoami', methods: { GET: (ctx) => ({ status: 200, body: whoamiView(ctx.principal()) }) } },
     {
       pattern: '/events',
       methods: {
@@ -72,8 +64,8 @@ export function consoleRoutes(live: LiveEvents, codecs: DeviceCodecs): Route[] {
           const principal = ctx.principal();
           const device = ctx.query.get('device');
           const kinds = parseKinds(ctx.query.get('kinds'));
-          if (device !== null && !canReadDevice(principal, device)) throw new ServiceError('FORBIDDEN', `this token may not read device ${device}`);
-          if (device === null && principal.kind === 'device') throw new ServiceError('FORBIDDEN', 'a device token reads the events of its own device: add ?device=<its id>');
+          if (device !== null && !canReadDevice(principal, device)) forbid(`this token may not read device ${device}`);
+          if (device === null && principal.kind === 'device') forbid('a device token reads the events of its own device: add ?device=<its id>');
           if (!live.open(ctx.res, principal, { device, kinds })) {
             throw new ServiceError('RATE_LIMITED', 'too many open event streams on this gateway; try again later', { retryAfter: 5 });
           }

@@ -1,12 +1,7 @@
-import { ServiceError } from '../../core/errors.js';
-import { isAdmin } from '../../core/access.js';
 import type { GatewayRegistry } from '../../sync/central/gateway-registry.js';
 import { gatewayView } from '../../sync/central/gateway-registry.js';
-import type { RequestContext, Route } from '../../doors/http/router.js';
-
-function requireAdmin(ctx: RequestContext): void {
-  if (!isAdmin(ctx.principal())) throw new ServiceError('FORBIDDEN', 'this needs an application token with the "admin" scope');
-}
+import type { Route } from './router.js';
+import { requireAdmin } from './access.js';
 
 /** The central's gateways (docs/sync.md): `GET/POST /gateways`, `GET/DELETE /gateway/<id>`; admin scope. */
 export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: string) => boolean): Route[] {

@@ -38,12 +38,25 @@ interface CompiledRoute extends Route {
   segments: string[];
 }
 
-/** Matches paths segment by segment; a `:name` segment captures one decoded segment. */
+/** Whether some path matches both: as long, and each segment a capture in one or the same literal. */
+function overlap(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((seg, i) => seg.startsWith(':') || b[i]!.startsWith(':') || seg === b[i]);
+}
+
+/**
+ * Matches paths segment by segment; a `:name` segment captures one decoded segment. No two
+ * patterns may match the same path (checked here, at start-up), so the route modules can be
+ * listed in any order.
+ */
 export class Router {
   readonly #routes: CompiledRoute[];
 
   constructor(routes: Route[]) {
     this.#routes = routes.map((r) => ({ ...r, segments: r.pattern.split('/').filter(Boolean) }));
+    this.#routes.forEach((a, i) => {
+      const clash = this.#routes.slice(i + 1).find((b) => overlap(a.segments, b.segments));
+      if (clash) throw new Error(`routes ${a.pattern} and ${clash.pattern} match the same paths`);
+    });
   }
 
   /** Throws 400 INVALID_NAME when a captured segment is not percent-encoded UTF-8 (e.g. `%ED%A0%80`, a surrogate). */

@@ -1,0 +1,56 @@
+import { canReadAny } from '../../../core/access.js';
+import type { DeviceRecord } from '../../../core/model.js';
+import { deviceView, deviceWithAssetsView } from '../../../registry/views.js';
+import { forbid, requireAdmin } from '../access.js';
+import type { RequestContext, Route } from '../router.js';
+import { iso, readableDevice, type ApiDeps } from './deps.js';
+
+/** `/devices`, `/device/<id>` and `/device/<id>/token` (docs/api.md, "Paths"). */
+export function deviceRoutes(deps: ApiDeps): Route[] {
+  const { registry } = deps;
+  const store = deps.catalog.store;
+  return [
+    { pattern: '/devices', methods: { GET: (ctx) => listDevices(deps, ctx), POST: (ctx) => createDevice(deps, ctx) } },
+    {
+      pattern: '/device/:deviceId',
+      methods: {
+        GET: (ctx) => ({ status: 200, body: deviceWithAssetsView(readableDevice(deps, ctx), store) }),
+        PUT: async (ctx) => {
+          requireAdmin(ctx);
+          return { status: 200, body: deviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store) };
+        },
+        DELETE: (ctx) => {
+          requireAdmin(ctx);
+          registry.deleteDevice(ctx.params.deviceId!);
+          return { status: 204 };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/token',
+      methods: {
+        POST: (ctx) => {
+          requireAdmin(ctx);
+          const { tokenId, token } = registry.rotateDeviceToken(ctx.params.deviceId!);
+          return { status: 201, body: { id: tokenId, token } };
+        },
+      },
+    },
+  ];
+}
+
+function listDevices(deps: ApiDeps, ctx: RequestContext) {
+  if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
+  const store = deps.catalog.store;
+  const lastSeen = store.devices.lastStateAtByDevice();
+  const radioLinks = deps.lorawan?.links() ?? new Map();
+  // How each device reaches this instance: by radio, through a gateway (central role), or over IP.
+  const link = (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId } : { type: 'ip' });
+  return { status: 200, body: store.devices.list().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: link(d) })) };
+}
+
+async function createDevice(deps: ApiDeps, ctx: RequestContext) {
+  requireAdmin(ctx);
+  const { device, token, tokenId } = deps.registry.createDevice(await ctx.body());
+  return { status: 201, body: { ...deviceWithAssetsView(device, deps.catalog.store), token, tokenId }, headers: { location: `/device/${device.id}` } };
+}

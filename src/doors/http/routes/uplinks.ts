@@ -1,0 +1,33 @@
+import { queryCursor, queryLimit } from '../query.js';
+import type { RequestContext, Route } from '../router.js';
+import { iso, readableDevice, type ApiDeps } from './deps.js';
+
+/** `GET /device/<id>/uplinks`: the kept raw uplinks, newest first, a page at a time (docs/api.md, "Paths"; docs/codecs.md). */
+export function uplinkRoutes(deps: ApiDeps): Route[] {
+  return [{ pattern: '/device/:deviceId/uplinks', methods: { GET: (ctx) => listUplinks(deps, ctx) } }];
+}
+
+/** The cursor is the `id` (sequence number) the page ends at. */
+const decodeUplinkCursor = (text: string) => (/^\d+$/.test(text) ? Number(text) : undefined);
+
+function listUplinks(deps: ApiDeps, ctx: RequestContext) {
+  const device = readableDevice(deps, ctx);
+  const cursor = queryCursor(ctx.query, decodeUplinkCursor);
+  const page = deps.catalog.store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor);
+  return {
+    status: 200,
+    body: {
+      data: page.data.map((u) => ({
+        id: u.seq,
+        at: iso(u.at),
+        payload: u.payload.toString('hex').toUpperCase(),
+        ...(u.port === null ? {} : { port: u.port }),
+        source: u.source,
+        decoded: u.decoded,
+        ...(u.error === null ? {} : { error: u.error }),
+        ...(u.codec === null ? {} : { codec: u.codec }),
+      })),
+      next: page.next,
+    },
+  };
+}
