@@ -1,7 +1,8 @@
-import type { Aedes, Client } from 'aedes';
+import type { Aedes } from 'aedes';
 import type { CachedAsset } from '../../store/catalog.js';
 import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand } from '../../commands/router.js';
-import { assetIdCommandTopic, assetTopic, filterMatches } from '../../doors/mqtt/topics.js';
+import { assetIdCommandTopic, assetTopic } from '../../doors/mqtt/topics.js';
+import type { SubscriptionIndex } from '../../doors/mqtt/subscriptions.js';
 
 const noop = () => {};
 
@@ -13,11 +14,11 @@ const noop = () => {};
 export class MqttCommandSink implements CommandSink {
   readonly name = 'mqtt';
   readonly #broker: Aedes;
-  readonly #byDevice: ReadonlyMap<string, ReadonlySet<Client>>;
+  readonly #subscriptions: SubscriptionIndex;
 
-  constructor(broker: Aedes, sessionsByDevice: ReadonlyMap<string, ReadonlySet<Client>>) {
+  constructor(broker: Aedes, subscriptions: SubscriptionIndex) {
     this.#broker = broker;
-    this.#byDevice = sessionsByDevice;
+    this.#subscriptions = subscriptions;
   }
 
   deliverAssetCommand(command: AssetCommand): number {
@@ -35,10 +36,9 @@ export class MqttCommandSink implements CommandSink {
   #deliver(deviceId: string, asset: CachedAsset, payload: string): number {
     const topics = [assetTopic(deviceId, asset.name, 'command'), assetIdCommandTopic(asset.id)];
     let delivered = 0;
-    for (const client of this.#byDevice.get(deviceId) ?? []) {
+    for (const client of this.#subscriptions.deviceSessions(deviceId) ?? []) {
       if (client.closed) continue;
-      const filters = Object.keys((client as unknown as { subscriptions: Record<string, unknown> }).subscriptions);
-      for (const topic of topics) if (filters.some((f) => filterMatches(f, topic))) delivered++;
+      for (const topic of topics) if (this.#subscriptions.matches(client, topic)) delivered++;
     }
     const bytes = Buffer.from(payload);
     for (const topic of topics) this.#broker.publish({ cmd: 'publish', topic, payload: bytes, qos: 1, retain: false, dup: false }, noop);

@@ -1,5 +1,9 @@
+import type { Client, Subscription } from 'aedes';
 import { feedText } from '../../ingest/ingest.js';
+import type { Catalog } from '../../store/catalog.js';
 import { filterMatches } from '../../doors/mqtt/topics.js';
+
+const noop = () => {};
 
 /** Kept as the stored value's JSON and `at`: the message text is only built when someone subscribes. */
 export interface RetainedMessage {
@@ -69,5 +73,37 @@ export class RetainedFeed {
       return;
     }
     for (const assets of this.#byDevice.values()) for (const m of assets.values()) if (filterMatches(filter, m.topic)) yield m;
+  }
+}
+
+/** Fills the feed from the store's latest states (at start: nothing of it is persisted by the broker). */
+export function loadRetained(feed: RetainedFeed, catalog: Catalog): void {
+  for (const latest of catalog.store.states.allLatest()) {
+    const asset = catalog.assetById(latest.assetId);
+    if (asset) feed.offer(asset.deviceId, asset.name, latest.at, latest.valueJson);
+  }
+}
+
+/** Drops the messages of assets that no longer exist (deleted by another process, the CLI). */
+export function pruneRetained(feed: RetainedFeed, catalog: Catalog): void {
+  for (const message of [...feed.matching('device/#')]) {
+    const [, deviceId, , name] = message.topic.split('/');
+    if (!catalog.assetByName(deviceId!, name!)) feed.removeAsset(deviceId!, name!);
+  }
+}
+
+/**
+ * Sends a session the held messages its new subscriptions match (aedes' `subscribe` event: granted
+ * filters only, a refused one has QoS 128), flagged retained, each topic once, at the granted QoS.
+ */
+export function deliverRetained(feed: RetainedFeed, subs: readonly Subscription[], client: Client): void {
+  const sent = new Set<string>();
+  for (const sub of subs) {
+    if ((sub.qos as number) === 128) continue;
+    for (const message of feed.matching(sub.topic)) {
+      if (sent.has(message.topic)) continue;
+      sent.add(message.topic);
+      client.publish({ cmd: 'publish', topic: message.topic, payload: Buffer.from(feedMessage(message)), qos: Math.min(sub.qos, 1) as 0 | 1, retain: true, dup: false }, noop);
+    }
   }
 }
