@@ -5,8 +5,12 @@
 // keeps 4 batches in flight: a PINGRESP means the broker has read the batch before it, so QoS 0
 // counts what the broker took in, not what sits in socket buffers.
 //
+// A connection may also subscribe (after its CONNACK, before it counts as ready): what it receives
+// is counted and QoS 1 deliveries are acknowledged, as a client SDK does. A connection without
+// publish topics only subscribes (a dashboard).
+//
 // Protocol with the parent (IPC): parent sends {type:'start', ...Job}; child answers {type:'ready'}
-// once every connection has its CONNACK, then {type:'result', ...} after the run.
+// once every connection has its CONNACK (and SUBACK), then {type:'result', ...} after the run.
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +22,15 @@ export interface LoadJob {
   warmupMs: number;
   durationMs: number;
   window: number;
-  connections: Array<{ username: string | null; topics: string[] }>;
+  connections: LoadConnection[];
+}
+
+export interface LoadConnection {
+  username: string | null;
+  /** Topics it publishes to, in turn; none for a subscriber only. */
+  topics: string[];
+  /** Filters it subscribes to (QoS 1) before the run. */
+  subscriptions?: string[];
 }
 
 export interface LoadResult {
@@ -28,6 +40,8 @@ export interface LoadResult {
   /** Over the whole run, for sanity checks. */
   totalSent: number;
   totalAcked: number;
+  /** Messages subscribers received over the whole run. */
+  received: number;
   /** Log-scale latency histogram: bucket i holds latencies in [1.02^i, 1.02^(i+1)) µs. */
   hist: number[];
 }
@@ -60,8 +74,9 @@ export function connectPacket(clientId: string, username: string | null): Buffer
   return Buffer.concat([Buffer.from([0x10, ...varint(body.length)]), body]);
 }
 
-export function subscribePacket(messageId: number, filter: string, qos: 0 | 1): Buffer {
-  const body = Buffer.concat([Buffer.from([messageId >> 8, messageId & 0xff]), str(filter), Buffer.from([qos])]);
+export function subscribePacket(messageId: number, filter: string | string[], qos: 0 | 1): Buffer {
+  const filters = typeof filter === 'string' ? [filter] : filter;
+  const body = Buffer.concat([Buffer.from([messageId >> 8, messageId & 0xff]), ...filters.flatMap((f) => [str(f), Buffer.from([qos])])]);
   return Buffer.concat([Buffer.from([0x82, ...varint(body.length)]), body]);
 }
 
@@ -85,13 +100,17 @@ class Connection {
   buffered: Buffer = Buffer.alloc(0);
   connacked = false;
 
+  readonly subscriptions: string[];
+
   constructor(
     readonly gen: Generator,
     readonly index: number,
     username: string | null,
     topics: string[],
+    subscriptions: string[] = [],
   ) {
     const job = gen.job;
+    this.subscriptions = subscriptions;
     this.templates = [];
     // 64 distinct values per topic, cycled: every message is validated and stored on its own.
     for (let v = 0; v < 64; v++) for (const topic of topics) this.templates.push(publishTemplate(topic, `{"value":${20 + v / 4}}`, job.qos));
@@ -133,13 +152,18 @@ class Connection {
   pings = 0;
 
   pumpQos0(): void {
-    while (this.gen.running && this.pings < 4) {
+    while (this.publishes && this.gen.running && this.pings < 4) {
       this.pings++;
       this.socket.write(Buffer.concat([this.batch(this.gen.job.window, 0), PINGREQ]));
     }
   }
 
+  get publishes(): boolean {
+    return this.templates.length > 0;
+  }
+
   startQos1(): void {
+    if (!this.publishes) return;
     this.inflight = this.gen.job.window;
     this.socket.write(this.batch(this.gen.job.window, performance.now()));
   }
@@ -148,6 +172,7 @@ class Connection {
     let buf = this.buffered.length ? Buffer.concat([this.buffered, d]) : d;
     let off = 0;
     let acks = 0;
+    let pubacks: number[] | undefined;
     const now = performance.now();
     while (buf.length - off >= 2) {
       const type = buf[off]! >> 4;
@@ -169,7 +194,14 @@ class Connection {
       if (type === 2) {
         if (buf[i + 1] !== 0) this.gen.fail(`CONNACK ${buf[i + 1]}`);
         this.connacked = true;
+        if (this.subscriptions.length > 0) this.socket.write(subscribePacket(1, this.subscriptions, 1));
+        else this.gen.onConnack();
+      } else if (type === 9) {
+        for (let g = i + 2; g < i + len; g++) if (buf[g]! > 1) this.gen.fail(`subscription refused: ${buf.subarray(i, i + len).toString('hex')}`);
         this.gen.onConnack();
+      } else if (type === 3) {
+        this.gen.received++;
+        if ((buf[off]! & 0x06) !== 0) (pubacks ??= []).push(buf.readUInt16BE(i + 2 + buf.readUInt16BE(i)));
       } else if (type === 4) {
         const id = buf.readUInt16BE(i);
         acks++;
@@ -189,6 +221,11 @@ class Connection {
       off = i + len;
     }
     this.buffered = off < buf.length ? Buffer.from(buf.subarray(off)) : Buffer.alloc(0);
+    if (pubacks) {
+      const out = Buffer.allocUnsafe(pubacks.length * 4);
+      pubacks.forEach((id, k) => out.writeUInt32BE(0x40020000 | id, k * 4));
+      this.socket.write(out);
+    }
     if (acks > 0) {
       this.inflight -= acks;
       if (this.gen.running) {
@@ -208,6 +245,7 @@ class Generator {
   count = 0;
   totalSent = 0;
   totalAcked = 0;
+  received = 0;
   #connacks = 0;
 
   constructor(readonly job: LoadJob) {}
@@ -227,7 +265,7 @@ class Generator {
   }
 
   open(): void {
-    this.job.connections.forEach((c, i) => this.connections.push(new Connection(this, i, c.username, c.topics)));
+    this.job.connections.forEach((c, i) => this.connections.push(new Connection(this, i, c.username, c.topics, c.subscriptions)));
   }
 
   async run(): Promise<void> {
@@ -247,7 +285,7 @@ class Generator {
     while (this.connections.some((c) => c.inflight > 0 || c.pings > 0) && Date.now() < deadline) await sleep(10);
     this.stopping = true;
     for (const c of this.connections) c.socket.end(Buffer.from([0xe0, 0]));
-    const result: LoadResult = { type: 'result', count: this.count, totalSent: this.totalSent, totalAcked: this.totalAcked, hist: this.hist };
+    const result: LoadResult = { type: 'result', count: this.count, totalSent: this.totalSent, totalAcked: this.totalAcked, received: this.received, hist: this.hist };
     process.send?.(result);
   }
 }

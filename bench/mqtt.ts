@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Store } from '../src/store/store.js';
-import { connectPacket, subscribePacket, type LoadJob, type LoadResult } from './mqtt-loadgen.js';
+import { connectPacket, subscribePacket, type LoadConnection, type LoadJob, type LoadResult } from './mqtt-loadgen.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LOADGEN = fileURLToPath(new URL('./mqtt-loadgen.ts', import.meta.url));
@@ -30,7 +30,10 @@ export interface MqttBenchRow {
   pubackP50Ms: number | null;
   pubackP99Ms: number | null;
   rssMB: number;
+  /** Messages per second relative to mosquitto's in the same scenario. */
   ratioToMosquitto: number | null;
+  /** CPU per message relative to mosquitto's in the same scenario (the cost a Raspberry Pi feels). */
+  cpuRatioToMosquitto: number | null;
   note?: string;
 }
 
@@ -186,15 +189,40 @@ function percentile(hist: number[], q: number): number {
   return NaN;
 }
 
-export async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: Settings): Promise<{ rate: number; cpuUs: number; p50: number; p99: number; rss: number; acked: number }> {
+/** What else the load does besides publishing states: subscriptions of the publishers, subscriber-only connections. */
+export interface LoadShape {
+  /** Filters each publisher subscribes to (QoS 1) before the run. */
+  publisherFilters?: (device: Device, broker: Broker['name']) => string[];
+  /** Connections that only subscribe (a dashboard), per broker. */
+  subscribers?: (broker: Broker['name']) => LoadConnection[];
+}
+
+export interface LoadRun {
+  rate: number;
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  rss: number;
+  acked: number;
+  /** Messages the subscriptions received over the whole run. */
+  received: number;
+}
+
+export async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: Settings, shape: LoadShape = {}): Promise<LoadRun> {
   const warmupMs = 1500;
   const durationMs = s.seconds * 1000;
   const children: ChildProcess[] = [];
   const results: LoadResult[] = [];
   const ready: Promise<void>[] = [];
   const done: Promise<void>[] = [];
+  const connections: LoadConnection[] = devices.map((d) => ({
+    username: broker.name === 'outpost' ? d.token : null,
+    topics: [d.topic],
+    subscriptions: shape.publisherFilters?.(d, broker.name) ?? [],
+  }));
+  connections.push(...(shape.subscribers?.(broker.name) ?? []));
   for (let g = 0; g < s.generators; g++) {
-    const mine = devices.filter((_, i) => i % s.generators === g);
+    const mine = connections.filter((_, i) => i % s.generators === g);
     if (mine.length === 0) continue;
     const child = fork(LOADGEN, [], { execArgv: ['--import', 'tsx'], env: childEnv(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);
@@ -205,7 +233,7 @@ export async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: 
       warmupMs,
       durationMs,
       window: s.window,
-      connections: mine.map((d) => ({ username: broker.name === 'outpost' ? d.token : null, topics: [d.topic] })),
+      connections: mine,
     };
     ready.push(
       new Promise((resolve, reject) =>
@@ -248,6 +276,7 @@ export async function runLoad(broker: Broker, devices: Device[], qos: 0 | 1, s: 
     p99: qos ? percentile(hist, 0.99) : NaN,
     rss,
     acked,
+    received: results.reduce((a, r) => a + r.received, 0),
   };
 }
 
@@ -283,12 +312,74 @@ async function openIdle(port: number, devices: Device[], withUser: boolean): Pro
   return sockets;
 }
 
+interface Scenario {
+  key: 'ingest' | 'sdk' | 'dashboard';
+  name: string;
+  qos: 0 | 1;
+  publishers: Device[];
+  shape: LoadShape;
+  /** Whether its subscriptions receive messages (reported in the note). */
+  received: boolean;
+  note: string;
+}
+
+/**
+ * The load shapes: plain ingest (nobody subscribed), publishers that also hold the subscriptions the
+ * cloud SDKs make (their own errors and command topics), and 10 publishers watched by a dashboard
+ * that subscribes to every asset's feed. With mosquitto the same subscriptions, except that the
+ * dashboard subscribes to the state topics (mosquitto routes what is published; Outpost publishes
+ * the feed after the commit).
+ */
+function scenarios(devices: ReturnType<typeof provision>, qosList: readonly (0 | 1)[], s: Settings): Scenario[] {
+  const list: Scenario[] = [];
+  for (const qos of qosList) {
+    list.push({
+      key: 'ingest',
+      name: `state ingest QoS ${qos}`,
+      qos,
+      publishers: devices.publishers,
+      shape: {},
+      received: false,
+      note: qos ? 'validated, committed to SQLite before PUBACK, feed published' : 'validated, stored, feed published',
+    });
+  }
+  if (!qosList.includes(1)) return list;
+  list.push({
+    key: 'sdk',
+    name: 'QoS 1, publishers subscribed to own errors + commands',
+    qos: 1,
+    publishers: devices.publishers,
+    shape: { publisherFilters: (d) => [`device/${d.id}/errors`, `device/${d.id}/asset/+/command`] },
+    received: false,
+    note: 'each publisher also holds the subscriptions a cloud SDK makes',
+  });
+  const watched = devices.publishers.slice(0, Math.min(10, s.connections));
+  list.push({
+    key: 'dashboard',
+    name: `QoS 1, ${watched.length} publishers, a dashboard on every feed`,
+    qos: 1,
+    publishers: watched,
+    shape: {
+      subscribers: (broker) => [
+        {
+          username: broker === 'outpost' ? devices.appToken : null,
+          topics: [],
+          subscriptions: watched.map((d) => (broker === 'outpost' ? d.topic.replace(/\/state$/, '/feed') : d.topic)),
+        },
+      ],
+    },
+    received: true,
+    note: 'one application connection subscribed (QoS 1) to every asset\'s feed',
+  });
+  return list;
+}
+
 function fmt(n: number | null, digits = 0): string {
   return n === null || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
 export function formatMqttTable(rows: MqttBenchRow[]): string {
-  const header = ['broker', 'scenario', 'conns', 'msg/s', 'CPU µs/msg', 'PUBACK p50 ms', 'p99 ms', 'RSS MB', '× mosquitto'];
+  const header = ['broker', 'scenario', 'conns', 'msg/s', 'CPU µs/msg', 'PUBACK p50 ms', 'p99 ms', 'RSS MB', 'msg/s × mosquitto', 'CPU/msg × mosquitto'];
   const lines = rows.map((r) => [
     r.broker,
     r.scenario,
@@ -299,6 +390,7 @@ export function formatMqttTable(rows: MqttBenchRow[]): string {
     fmt(r.pubackP99Ms, 2),
     String(r.rssMB),
     r.ratioToMosquitto === null ? '-' : r.ratioToMosquitto.toFixed(2),
+    r.cpuRatioToMosquitto === null ? '-' : r.cpuRatioToMosquitto.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const row = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ') + ' |';
@@ -316,27 +408,30 @@ export async function benchMqtt(): Promise<MqttBenchRow[]> {
   let outpost: Broker | undefined;
   try {
     outpost = await startOutpost(join(dir, 'data'));
-    // BENCH_QOS=1 runs only the QoS 1 pair (quicker when optimising).
+    // BENCH_QOS=1 runs only the QoS 1 scenarios (quicker when optimising); BENCH_SCENARIOS=ingest,sdk,dashboard picks some.
     const qosList = process.env.BENCH_QOS ? [Number(process.env.BENCH_QOS) as 0 | 1] : ([0, 1] as const);
-    for (const qos of qosList) {
-      const anchor = await runLoad(mosquitto, devices.publishers, qos, s);
-      const ours = await runLoad(outpost, devices.publishers, qos, s);
-      const scenario = `state ingest QoS ${qos}`;
-      const row = (broker: MqttBenchRow['broker'], run: typeof anchor, note?: string): MqttBenchRow => ({
+    const picked = new Set((process.env.BENCH_SCENARIOS ?? 'ingest,sdk,dashboard').split(','));
+    for (const scenario of scenarios(devices, qosList, s)) {
+      if (!picked.has(scenario.key)) continue;
+      // Side by side, mosquitto first, the same load generator and shape: compare the ratios.
+      const anchor = await runLoad(mosquitto, scenario.publishers, scenario.qos, s, scenario.shape);
+      const ours = await runLoad(outpost, scenario.publishers, scenario.qos, s, scenario.shape);
+      const row = (broker: MqttBenchRow['broker'], run: LoadRun, note?: string): MqttBenchRow => ({
         broker,
-        scenario,
-        qos,
-        connections: s.connections,
+        scenario: scenario.name,
+        qos: scenario.qos,
+        connections: scenario.publishers.length,
         msgPerSec: Math.round(run.rate),
         cpuUsPerMsg: run.cpuUs,
-        pubackP50Ms: qos ? run.p50 : null,
-        pubackP99Ms: qos ? run.p99 : null,
+        pubackP50Ms: scenario.qos ? run.p50 : null,
+        pubackP99Ms: scenario.qos ? run.p99 : null,
         rssMB: run.rss,
         ratioToMosquitto: run.rate / anchor.rate,
+        cpuRatioToMosquitto: run.cpuUs / anchor.cpuUs,
         ...(note ? { note } : {}),
       });
-      rows.push(row('mosquitto', anchor));
-      rows.push(row('outpost', ours, qos ? 'validated, committed to SQLite before PUBACK, feed published' : 'validated, stored, feed published'));
+      rows.push(row('mosquitto', anchor, scenario.received ? `subscribers received ${anchor.received}` : undefined));
+      rows.push(row('outpost', ours, [scenario.note, scenario.received ? `subscribers received ${ours.received}` : ''].filter(Boolean).join('; ')));
     }
     // Durability sanity check: every acknowledged QoS 1 state is in the database.
     await outpost.stop();
@@ -361,7 +456,7 @@ export async function benchMqtt(): Promise<MqttBenchRow[]> {
     await sleep(500);
     const mosRss = rssMB(mosquitto.proc.pid!);
     for (const sock of [...idleOut, ...idleMos]) sock.destroy();
-    rows.push({ broker: 'mosquitto', scenario: `${s.idle} idle subscribers`, qos: null, connections: s.idle, msgPerSec: null, cpuUsPerMsg: null, pubackP50Ms: null, pubackP99Ms: null, rssMB: mosRss, ratioToMosquitto: null });
+    rows.push({ broker: 'mosquitto', scenario: `${s.idle} idle subscribers`, qos: null, connections: s.idle, msgPerSec: null, cpuUsPerMsg: null, pubackP50Ms: null, pubackP99Ms: null, rssMB: mosRss, ratioToMosquitto: null, cpuRatioToMosquitto: null });
     rows.push({
       broker: 'outpost',
       scenario: `${s.idle} idle subscribers`,
@@ -373,6 +468,7 @@ export async function benchMqtt(): Promise<MqttBenchRow[]> {
       pubackP99Ms: null,
       rssMB: outRss,
       ratioToMosquitto: null,
+      cpuRatioToMosquitto: null,
       note: `device tokens, one command subscription each; a command reached ${delivered} subscriber(s)`,
     });
   } finally {

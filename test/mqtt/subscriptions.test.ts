@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Client } from 'aedes';
+import { filterMatches } from '../../src/doors/mqtt/topics.js';
+import { SubscriptionIndex, levelsMatch } from '../../src/doors/mqtt/subscriptions.js';
+import type { Principal } from '../../src/core/access.js';
+
+const A = 'AAAAAAAAAAAAAAAAAAAAAAAA';
+const B = 'BBBBBBBBBBBBBBBBBBBBBBBB';
+const deviceA: Principal = { tokenId: 't1', kind: 'device', deviceId: A, scopes: [] };
+const reader: Principal = { tokenId: 't2', kind: 'app', deviceId: null, scopes: ['read'] };
+/** The index only looks at a session's identity and `closed`. */
+const session = () => ({ closed: false }) as unknown as Client;
+
+test('split-free filter matching agrees with filterMatches on every pair', () => {
+  const filters = ['#', '+', '+/+', 'a', 'a/', 'a/#', 'a/+', 'a/+/c', '+/b/#', 'a/b', 'a/b/c', '/a', '/+', '+/', 'ab', '$SYS/#', '$SYS/+', `device/${A}/asset/+/command`, `device/${A}/errors`, 'device/+/asset/+/feed'];
+  const topics = ['a', 'a/', 'a/b', 'a/b/c', 'a/bc', 'ab', '/a', '/', '', 'a//c', '$SYS/x', '$SYS', `device/${A}/asset/t/command`, `device/${A}/asset/t/state`, `device/${A}/errors`, `device/${B}/asset/t/feed`, `device/${A}/asset/t/feed/x`];
+  for (const f of filters) {
+    for (const t of topics) assert.equal(levelsMatch(f.split('/'), t), filterMatches(f, t), `filter ${JSON.stringify(f)} topic ${JSON.stringify(t)}`);
+  }
+});
+
+test('the index answers who may receive a device topic from granted filters only', () => {
+  const index = new SubscriptionIndex();
+  const dev = session();
+  const app = session();
+  const feed = `device/${A}/asset/t/feed`;
+  assert.equal(index.mayReach(A), false);
+  index.add(dev, deviceA, `device/${A}/asset/+/command`);
+  assert.equal(index.mayReach(A), true);
+  assert.equal(index.mayReach(B), false);
+  assert.equal(index.reaches(A, feed), false);
+  assert.equal(index.reaches(A, `device/${A}/asset/t/command`), true);
+  index.add(dev, deviceA, `device/${A}/asset/+/command`); // a QoS change: not a second filter
+  assert.equal(index.count(dev), 1);
+  index.add(app, reader, 'device/+/asset/+/feed');
+  assert.equal(index.mayReach(B), true);
+  assert.equal(index.reaches(A, feed), true);
+  assert.equal(index.reaches(B, `device/${B}/asset/t/feed`), true);
+  assert.deepEqual([...(index.deviceSessions(A) ?? [])], [dev]);
+  index.remove(app, reader, 'device/+/asset/+/feed');
+  assert.equal(index.reaches(A, feed), false);
+  assert.equal(index.mayReach(B), false);
+  (dev as { closed: boolean }).closed = true; // closing, its disconnect not seen yet
+  assert.equal(index.reaches(A, `device/${A}/asset/t/command`), false);
+  index.drop(dev, deviceA);
+  assert.equal(index.mayReach(A), false);
+  assert.equal(index.count(dev), 0);
+  assert.equal(index.holds(dev, `device/${A}/asset/+/command`), false);
+});
