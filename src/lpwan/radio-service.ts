@@ -17,6 +17,8 @@ import { NetworkServer } from './network-server.js';
 import { LpwanCommandSink } from './command-sink.js';
 import { LorawanProvisioning } from './provisioning.js';
 import { GwmpDoor } from './gwmp/door.js';
+import type { Door } from '../doors/door.js';
+import { bindError } from '../doors/bind-errors.js';
 
 export interface RadioServiceDeps {
   config: OutpostConfig;
@@ -34,9 +36,10 @@ export interface RadioServiceDeps {
 /**
  * The radio side of the gateway in one place: LoRaWAN provisioning, sessions, the downlink queue,
  * the network server and its radio sources (the packet forwarder door by default; serial modems are
- * added with `addSource`). The daemon starts and stops it like a door.
+ * added with `addSource`). One door for the daemon: its health is the `radio` section of /healthz.
  */
-export class RadioService {
+export class RadioService implements Door {
+  readonly name = 'radio';
   readonly provisioning: LorawanProvisioning;
   readonly sessions: SessionRegistry;
   readonly queue: DownlinkQueue;
@@ -108,7 +111,15 @@ export class RadioService {
   }
 
   async start(): Promise<{ gwmp?: number }> {
-    for (const source of this.#sources) await source.start();
+    const gwmp = this.#deps.config.radio.gwmp;
+    for (const source of this.#sources) {
+      try {
+        await source.start();
+      } catch (err) {
+        // The packet forwarder's UDP socket: a port in use or a wrong address is a setting to fix.
+        throw (source === this.gwmp && gwmp ? bindError(err, { host: 'radio.gwmp.host', port: 'radio.gwmp.port' }, gwmp.host, gwmp.port) : undefined) ?? err;
+      }
+    }
     this.#pruneTimer = setInterval(() => this.#queueStore.pruneFinished(50), 60_000).unref();
     return this.gwmp ? { gwmp: this.gwmp.port } : {};
   }

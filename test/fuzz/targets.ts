@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Encoder } from 'cbor-x';
-import { Daemon } from '../../src/daemon.js';
+import { Core } from '../../src/roles/core.js';
+import { systemClock } from '../../src/core/time.js';
 import { loadConfig } from '../../src/core/config.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { isServiceError } from '../../src/core/errors.js';
@@ -141,11 +142,11 @@ function randomProfile(rng: Rng, depth = 0): unknown {
 
 export interface FuzzHarness {
   targets: FuzzTarget[];
-  daemon: Daemon;
+  core: Core;
   close(): Promise<void>;
 }
 
-/** A real daemon (no doors opened) on a temp data dir, with a device per codec kind. */
+/** A real daemon core (no doors) on a temp data dir, with a device per codec kind. */
 export async function createHarness(): Promise<FuzzHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'outpost-fuzz-'));
   const config = loadConfig({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
@@ -153,8 +154,8 @@ export async function createHarness(): Promise<FuzzHarness> {
   config.mqtt.enabled = false;
   // The parsers are under test, not the disk: no fsync per commit.
   config.store.synchronous = 'normal';
-  const daemon = new Daemon(config, createLogger('silent'));
-  const { registry, pipeline, decoders, catalog, store, codecs, clock } = daemon;
+  const core = Core.open(config, createLogger('silent'), systemClock);
+  const { registry, pipeline, decoders, catalog, store, codecs, clock } = core;
 
   const makeDevice = (name: string): { device: DeviceRecord; principal: Principal } => {
     const { device, token } = registry.createDevice({ name });
@@ -307,9 +308,9 @@ export async function createHarness(): Promise<FuzzHarness> {
   ];
   return {
     targets,
-    daemon,
+    core,
     async close() {
-      await daemon.stop();
+      await core.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,6 @@
 import type { ConfigSources, OutpostConfig } from '../../core/config.js';
 import { createLogger } from '../../ops/logger.js';
-import { Daemon } from '../../daemon.js';
+import { composeDaemon } from '../../roles/compose.js';
 import { ServiceHooks } from '../../ops/service.js';
 import { programVersion } from '../../version.js';
 import { managementArgs } from '../args.js';
@@ -17,7 +17,8 @@ export const command: CliCommand = {
 
 async function runDaemon(config: OutpostConfig, sources: ConfigSources): Promise<number> {
   const logger = createLogger(config.log.level);
-  const daemon = new Daemon(config, logger);
+  // The role's composition: the core, then only the doors (and modules) this configuration uses.
+  const daemon = await composeDaemon(config, logger);
   // systemd readiness/watchdog and SIGHUP reloads (docs/operations.md).
   const service = new ServiceHooks(daemon, sources, logger);
   let stopping = false;

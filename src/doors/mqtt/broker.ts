@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { Aedes, type AedesOptions, type Client } from 'aedes';
@@ -6,6 +6,7 @@ import type { OutpostConfig } from '../../core/config.js';
 import type { Logger } from '../../ops/logger.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import { createFanout } from '../../doors/mqtt/fanout.js';
+import { listen } from '../../doors/listen.js';
 import { guardPacketSizes, PUBLISH_HEADER_ROOM, type PacketLimits, type PacketViolation } from '../../doors/mqtt/packet-guard.js';
 
 export type BrokerHooks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'>;
@@ -60,12 +61,12 @@ export class MqttListeners {
     const accept = (socket: Socket) => this.#accept(broker, socket);
     const plain = createServer(accept);
     this.#servers.push(plain);
-    const ports: MqttPorts = { mqtt: await listen(plain, config.port, config.host) };
+    const ports: MqttPorts = { mqtt: await listen(plain, config.port, config.host, { host: 'mqtt.host', port: 'mqtt.port' }) };
     if (config.tls.enabled) {
       if (!config.tls.cert || !config.tls.key) throw new Error('mqtt.tls.enabled needs mqtt.tls.cert and mqtt.tls.key');
       const secure = createTlsServer({ cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) }, accept);
       this.#servers.push(secure as unknown as Server);
-      ports.mqttTls = await listen(secure as unknown as Server, config.tls.port, config.host);
+      ports.mqttTls = await listen(secure as unknown as Server, config.tls.port, config.host, { host: 'mqtt.host', port: 'mqtt.tls.port' });
     }
     return ports;
   }
@@ -92,14 +93,4 @@ export class MqttListeners {
       violation.length < 0 ? 'mqtt packet with a malformed length: connection closed' : 'mqtt packet over its size limit: connection closed',
     );
   }
-}
-
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
 }

@@ -11,6 +11,7 @@ import type { StatePipeline } from '../../ingest/ingest.js';
 import { publishUplink } from '../../ingest/uplinks.js';
 import type { RadioFrame, RadioSourceHealth } from '../radio.js';
 import { SerialModemSource } from './serial-modem-source.js';
+import type { Door } from '../../doors/door.js';
 
 export interface SerialModemsDeps {
   modems: readonly SerialModemConfig[];
@@ -37,7 +38,9 @@ type RawOutcome = 'stored' | 'refused' | 'dropped_no_device' | 'dropped_unknown_
  * The configured serial modems (`radio.serial`): one radio source each, and the raw P2P path for
  * frames no LoRaWAN device claims. Frames become states through the one pipeline like any door's.
  */
-export class SerialModems {
+export class SerialModems implements Door {
+  /** Its health is the `serial` section of /healthz (one entry per modem). */
+  readonly name = 'serial';
   readonly sources: SerialModemSource[] = [];
   readonly #deps: SerialModemsDeps;
   readonly #routes = new Map<string, RawRoute>();
@@ -121,8 +124,10 @@ export class SerialModems {
     }
   }
 
-  async start(): Promise<void> {
+  /** A modem that is missing now is retried in the background; it never holds up the start. */
+  async start(): Promise<Record<string, number>> {
     for (const source of this.sources) await source.start();
+    return {};
   }
 
   async stop(): Promise<void> {
