@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Ajv } from 'ajv';
+import { configValidator } from './config-validator.js';
 import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 
 export interface OutpostConfig {
@@ -170,7 +170,8 @@ const SERIAL_MODEM_SCHEMA = {
   required: ['path', 'modem', 'baudRate', 'frequency', 'spreadingFactor', 'bandwidth'],
 };
 
-const CONFIG_SCHEMA = strict({
+/** Exported for the build, which precompiles it (config-validator.ts). */
+export const CONFIG_SCHEMA = strict({
   version: { const: 1 },
   role: { enum: ['gateway', 'central'] },
   dataDir: { type: 'string', minLength: 1 },
@@ -369,8 +370,7 @@ export function loadConfig(sources: ConfigSources = {}): OutpostConfig {
 }
 
 export function validateConfig(candidate: unknown): asserts candidate is OutpostConfig {
-  const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-  const validate = ajv.compile(CONFIG_SCHEMA);
+  const { validate } = configValidator(CONFIG_SCHEMA);
   if (validate(candidate)) {
     checkUpstream((candidate as OutpostConfig).upstream);
     return;

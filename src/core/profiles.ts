@@ -1,7 +1,14 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
 import { ServiceError } from './errors.js';
+
+// Ajv and RE2 load when the first profile is compiled, not when the daemon starts: a gateway at
+// rest, or one whose devices have not sent yet, carries neither (docs/architecture.md).
+const load = createRequire(import.meta.url);
+let re2: typeof RE2JS | undefined;
+const RE2 = (): typeof RE2JS => (re2 ??= (load('re2js') as { RE2JS: typeof RE2JS }).RE2JS);
 
 /**
  * Asset profiles are a JSON-Schema subset (docs/api.md, "Profiles"). Only these keywords are validated;
@@ -138,7 +145,7 @@ function re2Syntax(pattern: string): string {
 
 const linearRegExp: RegExpEngine = Object.assign(
   (pattern: string) => {
-    const compiled = RE2JS.compile(re2Syntax(pattern));
+    const compiled = RE2().compile(re2Syntax(pattern));
     // ajv shares compiled patterns by their toString(), so it must name the pattern.
     return { test: (text: string) => compiled.matcher(text).find(), toString: () => `re2:${pattern}` };
   },
@@ -167,7 +174,12 @@ function unsupported(detail: string): ServiceError {
 export class ProfileValidators {
   // ownProperties: members such as `constructor` or `toString` are checked only when the value has them.
   // strictNumbers: a number must be finite (`strict: false` would turn that off along with the rest).
-  readonly #ajv = new Ajv({ allErrors: false, strict: false, strictNumbers: true, ownProperties: true, allowUnionTypes: false, code: { regExp: linearRegExp } });
+  #ajvInstance: Ajv | undefined;
+  get #ajv(): Ajv {
+    if (this.#ajvInstance) return this.#ajvInstance;
+    const { Ajv: AjvClass } = load('ajv') as { Ajv: typeof Ajv };
+    return (this.#ajvInstance = new AjvClass({ allErrors: false, strict: false, strictNumbers: true, ownProperties: true, allowUnionTypes: false, code: { regExp: linearRegExp } }));
+  }
   readonly #byProfile = new Map<string, ValidateFunction | ServiceError>();
 
   #compiled(profile: Profile): ValidateFunction | ServiceError {
