@@ -46,6 +46,7 @@ export class Core {
   readonly #pruner: HistoryPruner;
   readonly #lock: DataDirLock;
   #timers: NodeJS.Timeout[] = [];
+  #closed = false;
 
   private constructor(
     readonly config: OutpostConfig,
@@ -144,6 +145,9 @@ export class Core {
 
   /** After the doors stopped: redecode jobs pause, the last states commit, the store closes, the lock goes. */
   async close(): Promise<void> {
+    // Once: a failed start closes the core, and a signal arriving meanwhile must not close it again.
+    if (this.#closed) return;
+    this.#closed = true;
     this.stopJobs();
     await this.redecode.stop();
     this.writer.flush();

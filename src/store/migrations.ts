@@ -1,8 +1,9 @@
 import type { Database } from 'better-sqlite3';
 
 /**
- * Forward-only schema migrations. The schema version is SQLite's `user_version`; each entry moves
- * the database from version i to i+1 inside one transaction. Never edit a released entry: add one.
+ * Forward-only schema migrations. The schema version is SQLite's `user_version`; entry i moves the
+ * database from version i to i+1, and the pending ones run in one transaction. Never edit a
+ * released entry: add one.
  */
 export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
   (db) =>
@@ -216,10 +217,12 @@ export function migrate(db: Database): { from: number; to: number } {
   if (from > MIGRATIONS.length) {
     throw new Error(`database schema version ${from} is newer than this Outpost supports (${MIGRATIONS.length}); upgrade Outpost`);
   }
-  for (let version = from; version < MIGRATIONS.length; version++) {
+  // Every pending migration in one transaction: all or none, and one commit (one fsync) rather
+  // than one per migration, which is most of the first start of a new data directory.
+  if (from < MIGRATIONS.length) {
     db.transaction(() => {
-      MIGRATIONS[version]!(db);
-      db.pragma(`user_version = ${version + 1}`);
+      for (let version = from; version < MIGRATIONS.length; version++) MIGRATIONS[version]!(db);
+      db.pragma(`user_version = ${MIGRATIONS.length}`);
     }).immediate();
   }
   return { from, to: MIGRATIONS.length };
