@@ -24,27 +24,45 @@ test('the index answers who may receive a device topic from granted filters only
   const index = new SubscriptionIndex();
   const dev = session();
   const app = session();
+  const dashboard = session();
+  const gateway = session();
   const feed = `device/${A}/asset/t/feed`;
   assert.equal(index.mayReach(A), false);
   index.add(dev, deviceA, `device/${A}/asset/+/command`);
+  index.add(dev, deviceA, `device/${A}/errors`);
   assert.equal(index.mayReach(A), true);
   assert.equal(index.mayReach(B), false);
   assert.equal(index.reaches(A, feed), false);
   assert.equal(index.reaches(A, `device/${A}/asset/t/command`), true);
-  index.add(dev, deviceA, `device/${A}/asset/+/command`); // a QoS change: not a second filter
-  assert.equal(index.count(dev), 1);
+  assert.equal(index.reaches(A, `device/${A}/errors`), true);
+  assert.equal(index.reaches(B, `device/${B}/errors`), false);
+  index.add(dev, deviceA, `device/${A}/asset/+/command`); // a QoS change: not another filter
+  assert.equal(index.count(dev), 2);
+  assert.equal(index.holds(dev, `device/${A}/errors`), true);
+  assert.equal(index.matches(dev, `device/${A}/asset/x/command`), true);
+  assert.equal(index.matches(dev, feed), false);
+  // an application with a wildcard, a dashboard with exact feed topics
   index.add(app, reader, 'device/+/asset/+/feed');
+  index.add(dashboard, reader, feed);
+  index.add(dashboard, reader, `device/${B}/asset/t/feed`);
   assert.equal(index.mayReach(B), true);
   assert.equal(index.reaches(A, feed), true);
-  assert.equal(index.reaches(B, `device/${B}/asset/t/feed`), true);
-  assert.deepEqual([...(index.deviceSessions(A) ?? [])], [dev]);
-  index.remove(app, reader, 'device/+/asset/+/feed');
+  index.remove(app, 'device/+/asset/+/feed');
+  assert.equal(index.reaches(A, feed), true, 'the dashboard still holds it');
+  assert.equal(index.reaches(A, `device/${A}/asset/u/feed`), false);
+  index.drop(dashboard);
   assert.equal(index.reaches(A, feed), false);
   assert.equal(index.mayReach(B), false);
-  (dev as { closed: boolean }).closed = true; // closing, its disconnect not seen yet
-  assert.equal(index.reaches(A, `device/${A}/asset/t/command`), false);
-  index.drop(dev, deviceA);
+  // a gateway session's filters count for its limit, not for reach
+  index.add(gateway, { tokenId: 'g', kind: 'gateway', deviceId: null, scopes: [] } as Principal, feed);
+  assert.equal(index.count(gateway), 1);
+  assert.equal(index.reaches(A, feed), false);
+  assert.deepEqual([...(index.deviceSessions(A) ?? [])], [dev]);
+  index.remove(dev, `device/${A}/errors`);
+  assert.equal(index.reaches(A, `device/${A}/errors`), false);
+  assert.equal(index.reaches(A, `device/${A}/asset/t/command`), true);
+  index.drop(dev);
   assert.equal(index.mayReach(A), false);
   assert.equal(index.count(dev), 0);
-  assert.equal(index.holds(dev, `device/${A}/asset/+/command`), false);
+  assert.equal(index.deviceSessions(A), undefined);
 });

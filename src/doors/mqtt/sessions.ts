@@ -136,7 +136,7 @@ export class MqttSessions {
     if (!principal) return;
     if (this.#byClientId.get(client.id) === client) this.#byClientId.delete(client.id);
     removeFrom(this.#byToken, principal.tokenId, client);
-    this.#deps.subscriptions.drop(client, principal);
+    this.#deps.subscriptions.drop(client);
     if (principal.kind === 'gateway') this.#deps.gateways?.closed(principal, client);
   }
 

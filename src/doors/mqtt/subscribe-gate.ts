@@ -74,8 +74,7 @@ export class SubscribeGate {
 
   /** UNSUBSCRIBE (aedes' `unsubscribe` event). */
   unsubscribed(client: Client, filters: readonly string[]): void {
-    const principal = this.#deps.sessions.principal(client);
-    if (principal) for (const filter of filters) this.#deps.subscriptions.remove(client, principal, filter);
+    for (const filter of filters) this.#deps.subscriptions.remove(client, filter);
   }
 
   /** Client packets are never forwarded as published: subscribers get what the service publishes. */

@@ -24,79 +24,141 @@ export function levelsMatch(levels: readonly string[], topic: string): boolean {
   return start > topic.length; // and not more levels either
 }
 
+/** Whose topics a session may receive, for the reach index: a device's own, or every device's (an application). */
+type Reach = { kind: 'device'; deviceId: string } | { kind: 'app' };
+
+interface Held {
+  /** Undefined for a gateway session: its filters count for its limit only. */
+  reach: Reach | undefined;
+  /** Split into levels when the filter holds a wildcard, null for an exact topic name. */
+  filters: Map<string, readonly string[] | null>;
+  wildcards: number;
+}
+
+/** Sessions by reach: those of a device, and those of applications. */
+class SessionsByReach {
+  readonly byDevice = new Map<string, Set<Client>>();
+  readonly apps = new Set<Client>();
+
+  join(reach: Reach, client: Client): void {
+    if (reach.kind === 'app') this.apps.add(client);
+    else addTo(this.byDevice, reach.deviceId, client);
+  }
+
+  leave(reach: Reach, client: Client): void {
+    if (reach.kind === 'app') this.apps.delete(client);
+    else removeFrom(this.byDevice, reach.deviceId, client);
+  }
+}
+
+function reachOf(principal: Principal): Reach | undefined {
+  if (principal.kind === 'app') return { kind: 'app' };
+  if (principal.kind === 'device' && principal.deviceId) return { kind: 'device', deviceId: principal.deviceId };
+  return undefined;
+}
+
 /**
  * The filters each session holds, kept by the door from its own subscribe decisions (aedes' client
  * keeps its own copy, which is private). A filter is added when authorizeSubscribe grants it —
  * aedes adds each granted filter before it asks about the next one of the same SUBSCRIBE, so the
  * per-connection limit counts exactly — and removed on UNSUBSCRIBE and when the session ends.
  *
- * Only sessions that hold at least one filter are indexed, by whose messages they may receive (the
- * ACL, acl.ts): a device token's sessions under its device, application tokens' sessions together.
- * So "could anyone get this message of device D" is two lookups before any topic is built, and in
- * the usual cases (nobody subscribed, or only devices to their own command topics) nothing is.
+ * Device and application sessions are also indexed by whose messages they may receive (the ACL,
+ * acl.ts): a device token's sessions under its device, application tokens' sessions together. "Could
+ * anyone get a message of device D" is then two lookups before any topic is built, and "does anyone
+ * hold a filter matching this topic" one lookup among all exact filters (a dashboard subscribed to a
+ * thousand feeds does not scan a thousand filters per state) plus a scan of the wildcard filters of
+ * D's and applications' sessions only.
  */
 export class SubscriptionIndex {
-  readonly #filters = new WeakMap<Client, Map<string, readonly string[]>>();
-  /** Device sessions holding filters, by device. */
-  readonly #byDevice = new Map<string, Set<Client>>();
-  /** Application sessions holding filters. */
-  readonly #apps = new Set<Client>();
+  readonly #held = new WeakMap<Client, Held>();
+  /** Sessions holding any filter. */
+  readonly #holding = new SessionsByReach();
+  /** Sessions holding at least one wildcard filter. */
+  readonly #wild = new SessionsByReach();
+  /** Exact filters of device and application sessions, with how many sessions hold each. */
+  readonly #exact = new Map<string, number>();
 
   /** The number of filters the session holds. */
   count(client: Client): number {
-    return this.#filters.get(client)?.size ?? 0;
+    return this.#held.get(client)?.filters.size ?? 0;
   }
 
   holds(client: Client, filter: string): boolean {
-    return this.#filters.get(client)?.has(filter) ?? false;
+    return this.#held.get(client)?.filters.has(filter) ?? false;
   }
 
   add(client: Client, principal: Principal, filter: string): void {
-    let filters = this.#filters.get(client);
-    if (!filters) {
-      filters = new Map();
-      this.#filters.set(client, filters);
-      if (principal.kind === 'app') this.#apps.add(client);
-      else if (principal.kind === 'device' && principal.deviceId) addTo(this.#byDevice, principal.deviceId, client);
+    let held = this.#held.get(client);
+    if (!held) {
+      held = { reach: reachOf(principal), filters: new Map(), wildcards: 0 };
+      this.#held.set(client, held);
+      if (held.reach) this.#holding.join(held.reach, client);
     }
-    if (!filters.has(filter)) filters.set(filter, filter.split('/'));
+    if (held.filters.has(filter)) return;
+    const wildcard = filter.includes('+') || filter.includes('#');
+    held.filters.set(filter, wildcard ? filter.split('/') : null);
+    if (!held.reach) return;
+    if (!wildcard) this.#exact.set(filter, (this.#exact.get(filter) ?? 0) + 1);
+    else if (held.wildcards++ === 0) this.#wild.join(held.reach, client);
   }
 
-  remove(client: Client, principal: Principal, filter: string): void {
-    const filters = this.#filters.get(client);
-    if (!filters?.delete(filter) || filters.size > 0) return;
-    this.drop(client, principal);
+  remove(client: Client, filter: string): void {
+    const held = this.#held.get(client);
+    const levels = held?.filters.get(filter);
+    if (!held || levels === undefined) return;
+    held.filters.delete(filter);
+    if (held.reach) {
+      if (levels === null) this.#release(filter);
+      else if (--held.wildcards === 0) this.#wild.leave(held.reach, client);
+    }
+    if (held.filters.size === 0) {
+      this.#held.delete(client);
+      if (held.reach) this.#holding.leave(held.reach, client);
+    }
   }
 
-  /** The session ended (or holds nothing any more). */
-  drop(client: Client, principal: Principal): void {
-    this.#filters.delete(client);
-    if (principal.kind === 'app') this.#apps.delete(client);
-    else if (principal.deviceId) removeFrom(this.#byDevice, principal.deviceId, client);
+  /** The session ended: all its filters go. */
+  drop(client: Client): void {
+    const held = this.#held.get(client);
+    if (held) for (const filter of [...held.filters.keys()]) this.remove(client, filter);
+  }
+
+  #release(filter: string): void {
+    const n = this.#exact.get(filter)! - 1;
+    if (n > 0) this.#exact.set(filter, n);
+    else this.#exact.delete(filter);
   }
 
   /** Whether this session holds a filter matching the topic. */
   matches(client: Client, topic: string): boolean {
-    const filters = this.#filters.get(client);
-    if (filters) for (const levels of filters.values()) if (levelsMatch(levels, topic)) return true;
+    const held = this.#held.get(client);
+    if (!held) return false;
+    if (held.filters.has(topic)) return true;
+    return held.wildcards > 0 && this.#wildMatch(held, topic);
+  }
+
+  #wildMatch(held: Held, topic: string): boolean {
+    for (const levels of held.filters.values()) if (levels !== null && levelsMatch(levels, topic)) return true;
     return false;
   }
 
   /** The device's own sessions that hold filters (for counting command deliveries). */
   deviceSessions(deviceId: string): ReadonlySet<Client> | undefined {
-    return this.#byDevice.get(deviceId);
+    return this.#holding.byDevice.get(deviceId);
   }
 
   /** Whether any session that may read device D's topics holds a filter at all (no topic needed). */
   mayReach(deviceId: string): boolean {
-    return this.#apps.size > 0 || this.#byDevice.has(deviceId);
+    return this.#holding.apps.size > 0 || this.#holding.byDevice.has(deviceId);
   }
 
   /** Whether a session that may read device D's topics holds a filter matching this topic of D. */
   reaches(deviceId: string, topic: string): boolean {
-    const own = this.#byDevice.get(deviceId);
-    if (own) for (const client of own) if (!client.closed && this.matches(client, topic)) return true;
-    for (const client of this.#apps) if (!client.closed && this.matches(client, topic)) return true;
+    if (this.#exact.has(topic)) return true;
+    const own = this.#wild.byDevice.get(deviceId);
+    if (own) for (const client of own) if (this.#wildMatch(this.#held.get(client)!, topic)) return true;
+    for (const client of this.#wild.apps) if (this.#wildMatch(this.#held.get(client)!, topic)) return true;
     return false;
   }
 }
