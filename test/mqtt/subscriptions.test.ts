@@ -27,11 +27,15 @@ test('the index answers who may receive a device topic from granted filters only
   const dashboard = session();
   const gateway = session();
   const feed = `device/${A}/asset/t/feed`;
-  assert.equal(index.mayReach(A), false);
+  assert.equal(index.mayReach(A, 'errors'), false);
   index.add(dev, deviceA, `device/${A}/asset/+/command`);
   index.add(dev, deviceA, `device/${A}/errors`);
-  assert.equal(index.mayReach(A), true);
-  assert.equal(index.mayReach(B), false);
+  assert.equal(index.mayReach(A, 'errors'), true);
+  assert.equal(index.mayReach(A, 'command'), true);
+  // what the SDKs subscribe to rules out the echo and the feed without building a topic
+  assert.equal(index.mayReach(A, 'state'), false);
+  assert.equal(index.mayReach(A, 'feed'), false);
+  assert.equal(index.mayReach(B, 'errors'), false);
   assert.equal(index.reaches(A, feed), false);
   assert.equal(index.reaches(A, `device/${A}/asset/t/command`), true);
   assert.equal(index.reaches(A, `device/${A}/errors`), true);
@@ -45,14 +49,19 @@ test('the index answers who may receive a device topic from granted filters only
   index.add(app, reader, 'device/+/asset/+/feed');
   index.add(dashboard, reader, feed);
   index.add(dashboard, reader, `device/${B}/asset/t/feed`);
-  assert.equal(index.mayReach(B), true);
+  assert.equal(index.mayReach(B, 'feed'), true);
+  assert.equal(index.mayReach(B, 'state'), false);
   assert.equal(index.reaches(A, feed), true);
   index.remove(app, 'device/+/asset/+/feed');
   assert.equal(index.reaches(A, feed), true, 'the dashboard still holds it');
   assert.equal(index.reaches(A, `device/${A}/asset/u/feed`), false);
   index.drop(dashboard);
   assert.equal(index.reaches(A, feed), false);
-  assert.equal(index.mayReach(B), false);
+  assert.equal(index.mayReach(B, 'feed'), false);
+  index.add(app, reader, `device/${B}/#`);
+  assert.equal(index.mayReach(B, 'state'), true, 'a # filter can end anywhere');
+  assert.equal(index.mayReach(A, 'events'), true, 'an application filter counts for every device');
+  index.remove(app, `device/${B}/#`);
   // a gateway session's filters count for its limit, not for reach
   index.add(gateway, { tokenId: 'g', kind: 'gateway', deviceId: null, scopes: [] } as Principal, feed);
   assert.equal(index.count(gateway), 1);
@@ -62,7 +71,7 @@ test('the index answers who may receive a device topic from granted filters only
   assert.equal(index.reaches(A, `device/${A}/errors`), false);
   assert.equal(index.reaches(A, `device/${A}/asset/t/command`), true);
   index.drop(dev);
-  assert.equal(index.mayReach(A), false);
+  assert.equal(index.mayReach(A, 'command'), false);
   assert.equal(index.count(dev), 0);
   assert.equal(index.deviceSessions(A), undefined);
 });

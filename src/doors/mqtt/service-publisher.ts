@@ -69,19 +69,22 @@ export class ServicePublisher {
     const name = event.asset.name;
     this.#deps.retained.offer(deviceId, name, event.at, event.valueJson);
     const subscriptions = this.#deps.subscriptions;
-    if (!subscriptions.mayReach(deviceId)) return;
-    const echo = assetTopic(deviceId, name, 'state');
     // A re-decode's correction is a feed message only: the device sent nothing to echo.
-    if (!event.correction && subscriptions.reaches(deviceId, echo)) this.publish(echo, echoPayload(event), 1);
-    const feed = assetTopic(deviceId, name, 'feed');
-    if (subscriptions.reaches(deviceId, feed)) this.publish(feed, feedPayload(event), 1);
+    if (!event.correction && subscriptions.mayReach(deviceId, 'state')) {
+      const echo = assetTopic(deviceId, name, 'state');
+      if (subscriptions.reaches(deviceId, echo)) this.publish(echo, echoPayload(event), 1);
+    }
+    if (subscriptions.mayReach(deviceId, 'feed')) {
+      const feed = assetTopic(deviceId, name, 'feed');
+      if (subscriptions.reaches(deviceId, feed)) this.publish(feed, feedPayload(event), 1);
+    }
   };
 
   readonly onRefused = (event: RefusalEvent): void => this.publishError(event.deviceId, event);
 
   /** Radio and delivery events on `device/<id>/events` (QoS 0). */
   readonly onDeviceEvent = (deviceId: string, event: DeviceEvent): void => {
-    if (!this.#deps.subscriptions.mayReach(deviceId)) return;
+    if (!this.#deps.subscriptions.mayReach(deviceId, 'events')) return;
     const topic = eventsTopic(deviceId);
     if (this.#deps.subscriptions.reaches(deviceId, topic)) this.publish(topic, eventPayload(event), 0);
   };
@@ -91,6 +94,7 @@ export class ServicePublisher {
    * mqtt.errorsPerSecond; the next delivered report says how many were held back (`dropped`).
    */
   publishError(deviceId: string, error: ErrorReport): void {
+    if (!this.#deps.subscriptions.mayReach(deviceId, 'errors')) return;
     const topic = errorsTopic(deviceId);
     if (!this.#deps.subscriptions.reaches(deviceId, topic)) return;
     if (this.#errorReports.take(deviceId, this.#deps.clock.now()) > 0) {

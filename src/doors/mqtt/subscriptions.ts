@@ -35,6 +35,39 @@ interface Held {
   wildcards: number;
 }
 
+/** The leaf of a filter: the last level a matching topic ends with, or ANY_LEAF for `+` and `#`. */
+const ANY_LEAF = '+';
+function leafOf(filter: string): string {
+  const leaf = filter.slice(filter.lastIndexOf('/') + 1);
+  return leaf === '#' ? ANY_LEAF : leaf;
+}
+
+/** How many filters of a group of sessions can match topics ending with each leaf. */
+class LeafCounts {
+  readonly #byGroup = new Map<string, Map<string, number>>();
+
+  change(group: string, filter: string, by: 1 | -1): void {
+    const leaf = leafOf(filter);
+    let counts = this.#byGroup.get(group);
+    if (!counts) {
+      counts = new Map();
+      this.#byGroup.set(group, counts);
+    }
+    const n = (counts.get(leaf) ?? 0) + by;
+    if (n > 0) counts.set(leaf, n);
+    else counts.delete(leaf);
+    if (counts.size === 0) this.#byGroup.delete(group);
+  }
+
+  has(group: string, leaf: string): boolean {
+    const counts = this.#byGroup.get(group);
+    return counts !== undefined && (counts.has(leaf) || counts.has(ANY_LEAF));
+  }
+}
+
+/** The LeafCounts group of a reach: its device id, or one group for all applications (ids are never empty). */
+const groupOf = (reach: Reach) => (reach.kind === 'app' ? '' : reach.deviceId);
+
 /** Sessions by reach: those of a device, and those of applications. */
 class SessionsByReach {
   readonly byDevice = new Map<string, Set<Client>>();
@@ -78,6 +111,8 @@ export class SubscriptionIndex {
   readonly #wild = new SessionsByReach();
   /** Exact filters of device and application sessions, with how many sessions hold each. */
   readonly #exact = new Map<string, number>();
+  /** Which leaves (`state`, `feed`, `errors` …) the filters of a device's sessions, and of applications', can match. */
+  readonly #leaves = new LeafCounts();
 
   /** The number of filters the session holds. */
   count(client: Client): number {
@@ -99,6 +134,7 @@ export class SubscriptionIndex {
     const wildcard = filter.includes('+') || filter.includes('#');
     held.filters.set(filter, wildcard ? filter.split('/') : null);
     if (!held.reach) return;
+    this.#leaves.change(groupOf(held.reach), filter, 1);
     if (!wildcard) this.#exact.set(filter, (this.#exact.get(filter) ?? 0) + 1);
     else if (held.wildcards++ === 0) this.#wild.join(held.reach, client);
   }
@@ -109,6 +145,7 @@ export class SubscriptionIndex {
     if (!held || levels === undefined) return;
     held.filters.delete(filter);
     if (held.reach) {
+      this.#leaves.change(groupOf(held.reach), filter, -1);
       if (levels === null) this.#release(filter);
       else if (--held.wildcards === 0) this.#wild.leave(held.reach, client);
     }
@@ -148,9 +185,13 @@ export class SubscriptionIndex {
     return this.#holding.byDevice.get(deviceId);
   }
 
-  /** Whether any session that may read device D's topics holds a filter at all (no topic needed). */
-  mayReach(deviceId: string): boolean {
-    return this.#holding.apps.size > 0 || this.#holding.byDevice.has(deviceId);
+  /**
+   * Whether a session that may read device D's topics holds a filter that can match a topic of D
+   * ending with this leaf (`state`, `feed`, `errors`, `events`): two lookups, no topic built. A device
+   * subscribed to its commands and errors only (what the cloud SDKs do) rules out its echo and feed.
+   */
+  mayReach(deviceId: string, leaf: string): boolean {
+    return this.#leaves.has(deviceId, leaf) || this.#leaves.has('', leaf);
   }
 
   /** Whether a session that may read device D's topics holds a filter matching this topic of D. */
