@@ -7,11 +7,12 @@
 // would need a pass around the library that re-parses the item heads anyway, so both directions
 // are written against RFC 8949 directly (docs/codecs.md allows this). cbor-x is used in the
 // tests as the independent decoder the CBOR test vectors were checked against.
-import type { DecodeResult, DecodedState, EncodeResult, JsonObject, JsonValue } from './types.js';
+import type { DecodeResult, DecodedState, EncodeResult } from './types.js';
 import { bytesToHex } from './hex.js';
-import { hasMember, isJsonObject, setMember } from './json.js';
 import { float16BitsToNumber } from './abcl/float16.js';
-import { epochMillisToIso, parseTimestampString } from './timestamp.js';
+import { isJsonObject, type JsonObject, type JsonValue, setMember } from '../core/json.js';
+import { CODEC_TIMESTAMP, epochMillisToIso, isoTimestamp } from '../core/time.js';
+import { ServiceError } from '../core/errors.js';
 
 const MAX_DEPTH = 32;
 const TAG_DATETIME_STRING = 0;
@@ -243,7 +244,7 @@ function readTagged(reader: CborReader, tag: Argument, depth: number, what: stri
     const iso = epochMillisToIso(content * 1000);
     if (iso !== undefined) return iso;
   } else if (tag === TAG_DATETIME_STRING && typeof content === 'string') {
-    const iso = parseTimestampString(content);
+    const iso = isoTimestamp(content, CODEC_TIMESTAMP);
     if (iso !== undefined) return iso;
   } else if (tag === TAG_GEO) {
     const geo = geoFrom(content as JsonValue, false);
@@ -273,7 +274,7 @@ function readMap(reader: CborReader, head: Head, depth: number, what: string): J
       reader.warnings.push(`${memberWhat}: map key is neither a text string nor an integer; entry dropped`);
       continue;
     }
-    if (hasMember(result, key)) reader.warnings.push(`${memberWhat}: key repeats; the last entry wins`);
+    if (Object.hasOwn(result, key)) reader.warnings.push(`${memberWhat}: key repeats; the last entry wins`);
     setMember(result, key, value);
   }
   return result;
@@ -301,7 +302,7 @@ function readDataPointTime(reader: CborReader, depth: number): string | undefine
   const { tag, content } = element;
   let iso: string | undefined;
   if ((tag === undefined || tag === TAG_EPOCH) && typeof content === 'number') iso = epochMillisToIso(content * 1000);
-  else if ((tag === undefined || tag === TAG_DATETIME_STRING) && typeof content === 'string') iso = parseTimestampString(content);
+  else if ((tag === undefined || tag === TAG_DATETIME_STRING) && typeof content === 'string') iso = isoTimestamp(content, CODEC_TIMESTAMP);
   else if (tag === TAG_EXTENDED_TIME && isJsonObject(content)) iso = extendedTime(content);
   if (iso === undefined) reader.warnings.push(`data point time ${tag === undefined ? '' : `(tag ${tag}) `}is not a usable timestamp; dropped`);
   return iso;
@@ -311,7 +312,7 @@ function readDataPointTime(reader: CborReader, depth: number): string | undefine
 function extendedTime(map: JsonObject): string | undefined {
   const seconds = map['1'];
   if (typeof seconds !== 'number') return undefined;
-  const fractions = (['-3', '-6', '-9'] as const).filter((key) => hasMember(map, key));
+  const fractions = (['-3', '-6', '-9'] as const).filter((key) => Object.hasOwn(map, key));
   if (fractions.length > 1) return undefined;
   let millis = seconds * 1000;
   if (fractions.length === 1) {
@@ -367,7 +368,7 @@ function readDeviceState(reader: CborReader): { [asset: string]: DecodedState } 
   if (ignored > 0) reader.warnings.push(`data point: ${ignored} element(s) after the third ignored`);
   const states = statesFrom(map, at);
   if (geo !== undefined) {
-    if (hasMember(states, 'location')) reader.warnings.push('"location": replaced by the data point location');
+    if (Object.hasOwn(states, 'location')) reader.warnings.push('"location": replaced by the data point location');
     states.location = at === undefined ? { value: geo } : { value: geo, at };
   }
   return states;
@@ -398,6 +399,14 @@ export function decodeCborItem(bytes: Uint8Array, options: { keepNonFinite?: boo
     if (error instanceof CborStructureError) return { warnings: [], errors: [`malformed CBOR: ${error.message}`] };
     throw error;
   }
+}
+
+/** Decodes a CBOR request body into JSON data (asset states, assets, commands sent as CBOR). */
+export function decodeCborBody(bytes: Uint8Array, where: string): unknown {
+  // Non-finite floats stay numbers here, so the profile check refuses them by name instead of storing null.
+  const result = decodeCborItem(bytes, { keepNonFinite: true });
+  if (result.errors.length > 0) throw new ServiceError('INVALID_CBOR', `${where}: not valid CBOR (${result.errors.join('; ')})`);
+  return result.value;
 }
 
 // ---- Encoding ----

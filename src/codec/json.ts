@@ -1,24 +1,4 @@
-import type { JsonObject, JsonValue } from './types.js';
-
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !ArrayBuffer.isView(value);
-}
-
-/**
- * Sets an own member even when the key is `__proto__`: plain assignment would replace the
- * object's prototype instead, and member names come from devices and documents.
- */
-export function setMember<T>(target: { [key: string]: T }, key: string, value: T): void {
-  if (key === '__proto__') {
-    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  } else {
-    target[key] = value;
-  }
-}
-
-export function hasMember(target: object, key: string): boolean {
-  return Object.prototype.hasOwnProperty.call(target, key);
-}
+import type { JsonValue } from '../core/json.js';
 
 export function decodeFailure(message: string): { states: Record<string, never>; warnings: string[]; errors: string[] } {
   return { states: {}, warnings: [], errors: [message] };

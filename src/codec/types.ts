@@ -1,7 +1,5 @@
 // The codec layer contract (docs/codecs.md). Every codec returns these shapes.
-
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
+import type { JsonValue } from '../core/json.js';
 
 /** One asset state produced by a codec; `at` is an ISO 8601 UTC string with milliseconds. */
 export interface DecodedState {

@@ -4,8 +4,8 @@ import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
-import { isPlainObject, member, type JsonValue } from '../ingest/messages.js';
 import type { AssetTarget, StatePipeline } from '../ingest/ingest.js';
+import { isJsonObject, type JsonValue, memberIgnoringCase } from '../core/json.js';
 
 export interface AssetCommand {
   device: DeviceRecord;
@@ -75,7 +75,7 @@ function collectOutcomes(sinks: readonly CommandSink[], deliver: (sink: CommandS
 
 function parseMeta(raw: unknown): Record<string, JsonValue> | null {
   if (raw === undefined || raw === null) return null;
-  if (!isPlainObject(raw)) throw new ServiceError('INVALID_BODY', '"meta" must be an object or null');
+  if (!isJsonObject(raw)) throw new ServiceError('INVALID_BODY', '"meta" must be an object or null');
   return raw as Record<string, JsonValue>;
 }
 
@@ -115,10 +115,10 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
   sendAssetCommand(principal: Principal, target: AssetTarget, body: unknown, source: string, at?: number): CommandDelivery {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
     const asset = this.#pipeline.resolveAsset(target);
-    if (!isPlainObject(body)) throw new ServiceError('INVALID_MESSAGE', 'command must be a JSON object {"value", "meta"?}');
-    const value = member(body, 'value') as JsonValue;
+    if (!isJsonObject(body)) throw new ServiceError('INVALID_MESSAGE', 'command must be a JSON object {"value", "meta"?}');
+    const value = memberIgnoringCase(body, 'value') as JsonValue;
     this.#checkActuator(asset, value);
-    const meta = parseMeta(member(body, 'meta'));
+    const meta = parseMeta(memberIgnoringCase(body, 'meta'));
     const device = this.#catalog.device(asset.deviceId)!;
     at ??= this.#clock.now();
     this.#catalog.store.commands.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
@@ -134,10 +134,10 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
     const device = this.#catalog.device(deviceId);
     if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
-    if (!isPlainObject(body)) throw new ServiceError('INVALID_MESSAGE', 'device command must be a JSON object mapping asset names to values');
-    const wrapped = member(body, 'values');
-    const values = (isPlainObject(wrapped) ? wrapped : body) as Record<string, JsonValue>;
-    const meta = parseMeta(isPlainObject(wrapped) ? member(body, 'meta') : metaFromQuery);
+    if (!isJsonObject(body)) throw new ServiceError('INVALID_MESSAGE', 'device command must be a JSON object mapping asset names to values');
+    const wrapped = memberIgnoringCase(body, 'values');
+    const values = (isJsonObject(wrapped) ? wrapped : body) as Record<string, JsonValue>;
+    const meta = parseMeta(isJsonObject(wrapped) ? memberIgnoringCase(body, 'meta') : metaFromQuery);
     const names = Object.keys(values);
     if (names.length === 0) throw new ServiceError('INVALID_MESSAGE', 'device command names no asset');
     const assets = names.map((name) => {

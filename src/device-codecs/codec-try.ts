@@ -6,7 +6,7 @@ import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from 
 import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
 import { evaluateUplink, parseRange, type UplinkEvaluation } from '../device-codecs/redecode.js';
 import type { AssetRefusal } from '../ingest/ingest.js';
-import { isPlainObject, member, type JsonValue } from '../ingest/messages.js';
+import { isJsonObject, type JsonValue, memberIgnoringCase } from '../core/json.js';
 
 export const TRY_DEFAULT_LIMIT = 100;
 export const TRY_MAX_LIMIT = 1000;
@@ -24,20 +24,20 @@ export interface TryRequest {
  * absent), plus `limit`, `from`, `to`.
  */
 export function parseTryBody(body: unknown): TryRequest {
-  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'a codec try body must be a JSON object: the codec settings (as for PUT /device/<id>/codec) and "limit", "from", "to"');
+  if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', 'a codec try body must be a JSON object: the codec settings (as for PUT /device/<id>/codec) and "limit", "from", "to"');
   let settings: StoredCodecSettings;
-  if (member(body, 'uplink') !== undefined) settings = parseCodecSettings(body);
+  if (memberIgnoringCase(body, 'uplink') !== undefined) settings = parseCodecSettings(body);
   else {
-    const script = member(body, 'script');
-    const document = member(body, 'document');
-    const file = member(body, 'file');
+    const script = memberIgnoringCase(body, 'script');
+    const document = memberIgnoringCase(body, 'document');
+    const file = memberIgnoringCase(body, 'file');
     if (script === undefined && document === undefined && file === undefined) {
       throw new ServiceError('INVALID_BODY', 'the candidate codec is missing: give "uplink" (as for PUT /device/<id>/codec), or "script", "document" or "file"');
     }
-    const format = member(body, 'format') ?? (script !== undefined ? 'js' : 'abcl');
+    const format = memberIgnoringCase(body, 'format') ?? (script !== undefined ? 'js' : 'abcl');
     settings = parseCodecSettings({ uplink: { format, script, document, file } });
   }
-  const rawLimit = member(body, 'limit');
+  const rawLimit = memberIgnoringCase(body, 'limit');
   let limit = TRY_DEFAULT_LIMIT;
   if (rawLimit !== undefined && rawLimit !== null) {
     if (typeof rawLimit !== 'number' || !Number.isInteger(rawLimit) || rawLimit < 1 || rawLimit > TRY_MAX_LIMIT) {

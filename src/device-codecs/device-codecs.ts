@@ -7,8 +7,8 @@ import type { Logger } from '../ops/logger.js';
 import type { Store } from '../store/store.js';
 import type { DeviceRecord } from '../core/model.js';
 import { AbclDocumentCache, compileCodec, onSharedModuleDamaged, type CodecSettings, type DeviceCodec } from '../codec/index.js';
-import { isPlainObject, member } from '../ingest/messages.js';
 import { readCodecFile } from '../device-codecs/codec-files.js';
+import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 
 /** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/` (codec-files.ts). */
 const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));
@@ -40,22 +40,22 @@ function withoutFileContent(messages: string[], fileSides: Map<string, { file: s
 
 /** Validates the shape of a codec settings body (keys in any case) and returns it normalised. */
 export function parseCodecSettings(body: unknown): StoredCodecSettings {
-  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'codec settings must be a JSON object {"uplink", "downlink"?}');
+  if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', 'codec settings must be a JSON object {"uplink", "downlink"?}');
   const side = (raw: unknown, name: string) => {
-    if (!isPlainObject(raw)) throw new ServiceError('INVALID_BODY', `"${name}" must be an object with a "format"`);
-    const format = member(raw, 'format');
+    if (!isJsonObject(raw)) throw new ServiceError('INVALID_BODY', `"${name}" must be an object with a "format"`);
+    const format = memberIgnoringCase(raw, 'format');
     if (typeof format !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.format" must be a string`);
     const out: Record<string, unknown> = { format };
     for (const key of ['document', 'script', 'file', 'port']) {
-      const v = member(raw, key);
+      const v = memberIgnoringCase(raw, key);
       if (v !== undefined && v !== null) out[key] = v;
     }
     if (out.script !== undefined && typeof out.script !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.script" must be a string`);
     if (out.file !== undefined && typeof out.file !== 'string') throw new ServiceError('INVALID_BODY', `"${name}.file" must be a string`);
     return out;
   };
-  const settings: StoredCodecSettings = { uplink: side(member(body, 'uplink') ?? { format: 'auto' }, 'uplink') as StoredCodecSettings['uplink'] };
-  const downlink = member(body, 'downlink');
+  const settings: StoredCodecSettings = { uplink: side(memberIgnoringCase(body, 'uplink') ?? { format: 'auto' }, 'uplink') as StoredCodecSettings['uplink'] };
+  const downlink = memberIgnoringCase(body, 'downlink');
   if (downlink !== undefined && downlink !== null) settings.downlink = side(downlink, 'downlink') as StoredCodecSettings['downlink'];
   return settings;
 }

@@ -9,7 +9,8 @@ import { RedecodeJobs, type KeptRawUplink, type LatestChange, type RedecodeJob, 
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
 import type { AssetRefusal } from '../ingest/ingest.js';
-import { isPlainObject, member, resolveAt, type JsonValue } from '../ingest/messages.js';
+import { resolveAt } from '../ingest/messages.js';
+import { isJsonObject, type JsonValue, memberIgnoringCase } from '../core/json.js';
 
 /** One state a codec gave for a kept uplink, validated as the live path would. */
 export interface EvaluatedState {
@@ -60,7 +61,7 @@ export function evaluateUplink(catalog: Catalog, deviceId: string, decoder: Upli
 /** `from`/`to` body members: ISO 8601 with a zone, `from` ≤ `to`; absent means open-ended. */
 export function parseRange(body: Record<string, unknown>): { from: number | null; to: number | null } {
   const time = (key: string): number | null => {
-    const raw = member(body, key);
+    const raw = memberIgnoringCase(body, key);
     if (raw === undefined || raw === null) return null;
     const ms = typeof raw === 'string' ? parseTimestamp(raw) : undefined;
     if (ms === undefined) throw new ServiceError('INVALID_BODY', `"${key}" must be an ISO 8601 timestamp with a zone`);
@@ -74,7 +75,7 @@ export function parseRange(body: Record<string, unknown>): { from: number | null
 
 export function parseRedecodeBody(body: unknown): { from: number | null; to: number | null } {
   if (body === undefined || body === null) return { from: null, to: null };
-  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'a redecode body must be a JSON object {"from"?, "to"?}');
+  if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', 'a redecode body must be a JSON object {"from"?, "to"?}');
   return parseRange(body);
 }
 

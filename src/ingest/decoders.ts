@@ -2,9 +2,10 @@ import { ServiceError } from '../core/errors.js';
 import type { DeviceRecord } from '../core/model.js';
 import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
-import { looksLikeJsonObject, statesFromJsonBytes } from '../ingest/device-state.js';
+import { looksLikeJsonObject, statesFromJsonBytes } from '../codec/json-state.js';
 import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from '../device-codecs/device-codecs.js';
-import { DEFAULT_JSON_DEPTH, type StateInput } from '../ingest/messages.js';
+import { type StateInput } from '../ingest/messages.js';
+import { DEFAULT_JSON_DEPTH } from '../core/json.js';
 
 export type BodyKind = 'json' | 'cbor' | 'binary';
 

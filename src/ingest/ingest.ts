@@ -7,7 +7,8 @@ import type { DeviceRecord } from '../core/model.js';
 import type { StoredState } from '../store/states.js';
 import type { AlongsideWrite, StateWriter } from '../ingest/state-writer.js';
 import type { DecodedMessage, KeptUplink } from '../ingest/decoders.js';
-import { DEFAULT_JSON_DEPTH, resolveAt, valueProblem, type JsonValue, type StateInput } from '../ingest/messages.js';
+import { resolveAt, valueProblem, type StateInput } from '../ingest/messages.js';
+import { DEFAULT_JSON_DEPTH, type JsonValue } from '../core/json.js';
 
 /** A stored state, announced after its commit: the MQTT feed, echo and (later) the outbox listen here. */
 export interface StateEvent {

@@ -1,38 +1,19 @@
 import { ServiceError } from '../core/errors.js';
+import { DEFAULT_JSON_DEPTH, parseJson, type JsonValue } from '../core/json.js';
 import { parseTimestamp } from '../core/time.js';
+import { assetEntry, type AssetEntry } from '../codec/json-state.js';
 import type { ProfileType } from '../core/profiles.js';
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-
 /** An asset state as a door hands it to the pipeline: `at` still as received. */
-export interface StateInput {
-  value: JsonValue;
-  at?: unknown;
-}
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-}
-
-/** Member lookup ignoring case: the cloud's Python SDK sends `Value`, `Name`, `Is` … (docs/api.md). */
-export function member(obj: Record<string, unknown>, name: string): unknown {
-  if (name in obj) return obj[name];
-  for (const key of Object.keys(obj)) if (key.toLowerCase() === name) return obj[key];
-  return undefined;
-}
-
-export function hasMember(obj: Record<string, unknown>, name: string): boolean {
-  return name in obj || Object.keys(obj).some((k) => k.toLowerCase() === name);
-}
+export type StateInput = AssetEntry;
 
 /**
  * `{value, at?}` from a parsed body. With `bareValueAllowed` (MQTT) anything that is not an object
  * with a `value` member is itself the value; over HTTP a missing `value` is a 400.
  */
 export function stateFromMessage(message: unknown, bareValueAllowed: boolean, where = 'message'): StateInput {
-  if (isPlainObject(message) && hasMember(message, 'value')) {
-    return { value: member(message, 'value') as JsonValue, at: member(message, 'at') };
-  }
+  const entry = assetEntry(message, 'ignoring case');
+  if (entry !== undefined) return entry;
   if (bareValueAllowed) return { value: message as JsonValue };
   throw new ServiceError('INVALID_MESSAGE', `${where}: member "value" is required`);
 }
@@ -46,41 +27,6 @@ export function resolveAt(at: unknown, receivedAt: number, where: string): numbe
     throw new ServiceError('INVALID_TIMESTAMP', `${where}: "at" ${JSON.stringify(at)} is not an ISO 8601 timestamp with a zone`);
   }
   return epoch;
-}
-
-/** Default of `limits.jsonDepth`: nested arrays and objects a message may have, its envelope included. */
-export const DEFAULT_JSON_DEPTH = 32;
-
-/**
- * The deepest nesting of arrays and objects in JSON text, counted without parsing, so a message
- * like `[[[…32 000…]]]` is refused before anything recursive (JSON.stringify, validation) sees it.
- * Returns as soon as `limit` is passed.
- */
-export function jsonNestingOver(text: string, limit: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return false;
-}
-
-export function parseJson(text: string, where: string, maxDepth = DEFAULT_JSON_DEPTH): unknown {
-  if (jsonNestingOver(text, maxDepth)) {
-    throw new ServiceError('INVALID_JSON', `${where}: JSON nested deeper than ${maxDepth} levels (limits.jsonDepth)`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new ServiceError('INVALID_JSON', `${where}: not valid JSON (${(err as Error).message})`);
-  }
 }
 
 /**

@@ -1,11 +1,11 @@
 import { ServiceError } from '../core/errors.js';
 import { encodeCborCommand } from '../codec/index.js';
-import type { JsonValue } from '../codec/types.js';
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import type { AssetCommand, CommandSink, DeviceCommand } from '../commands/router.js';
 import type { DeviceRecord } from '../core/model.js';
 import type { SessionRegistry } from './session-registry.js';
 import { parseDownlinkMeta, type DownlinkQueue } from './downlink-queue.js';
+import type { JsonValue } from '../core/json.js';
 
 /**
  * Commands for LoRaWAN devices (asset and device commands alike) become one downlink each: encoded

@@ -1,9 +1,9 @@
 import { ServiceError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import type { Clock } from '../core/time.js';
-import type { JsonValue } from '../codec/types.js';
 import type { DownlinkQueueStore, DownlinkRecord, DownlinkStatus } from '../store/downlink-queue.js';
 import type { DeviceEvents } from '../ingest/device-events.js';
+import type { JsonValue } from '../core/json.js';
 
 export interface DownlinkQueueLimits {
   /** Open items per device. */

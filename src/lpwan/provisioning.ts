@@ -1,8 +1,8 @@
 import { ServiceError } from '../core/errors.js';
-import { isPlainObject } from '../ingest/messages.js';
 import type { Clock } from '../core/time.js';
 import type { LorawanDeviceRecord, LorawanDeviceStore } from '../store/lorawan-devices.js';
 import type { DownlinkQueueStore } from '../store/downlink-queue.js';
+import { isJsonObject } from '../core/json.js';
 
 /** A validated `PUT /device/<id>/lorawan` body (docs/lpwan.md, "Registering devices"). */
 export interface LorawanSettings {
@@ -49,7 +49,7 @@ const ALLOWED = {
 };
 
 export function parseLorawanSettings(raw: unknown): LorawanSettings {
-  if (!isPlainObject(raw)) invalid('LoRaWAN settings must be a JSON object with "activation": "abp" or "otaa"');
+  if (!isJsonObject(raw)) invalid('LoRaWAN settings must be a JSON object with "activation": "abp" or "otaa"');
   const body = new Map(Object.entries(raw as Record<string, unknown>).map(([k, v]) => [k.toLowerCase(), v]));
   const activation = typeof body.get('activation') === 'string' ? (body.get('activation') as string).toLowerCase() : undefined;
   if (activation !== 'abp' && activation !== 'otaa') return invalid('"activation" must be "abp" or "otaa"');

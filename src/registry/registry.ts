@@ -5,17 +5,17 @@ import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../core/model.js';
-import { isPlainObject, member } from '../ingest/messages.js';
+import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 
 function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
-  const v = member(body, key);
+  const v = memberIgnoringCase(body, key);
   if (v === undefined || v === null) return v as null | undefined;
   if (typeof v !== 'string') throw new ServiceError('INVALID_BODY', `"${key}" must be a string or null`);
   return v;
 }
 
 function requireObject(body: unknown, what: string): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', `${what} must be a JSON object`);
+  if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', `${what} must be a JSON object`);
   return body;
 }
 
@@ -65,15 +65,15 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   createDevice(body: unknown): { device: DeviceRecord; token: string; tokenId: string } {
     const b = requireObject(body ?? {}, 'device');
-    const name = member(b, 'name') ?? 'device';
+    const name = memberIgnoringCase(b, 'name') ?? 'device';
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
-    const id = member(b, 'id');
+    const id = memberIgnoringCase(b, 'id');
     if (id !== undefined && id !== null) {
       // An admin may choose the ID (pre-assigning a device to a gateway at a central, docs/sync.md).
       if (typeof id !== 'string' || !ID_PATTERN.test(id)) throw new ServiceError('INVALID_BODY', '"id" must be 24 characters of A-Z, a-z and 0-9');
       if (this.#store.devices.get(id)) throw new ServiceError('DEVICE_EXISTS', `device ${id} already exists`);
     }
-    const gateway = member(b, 'gateway');
+    const gateway = memberIgnoringCase(b, 'gateway');
     if (gateway !== undefined && gateway !== null) {
       if (typeof gateway !== 'string' || !this.#store.gateways.get(gateway)) {
         throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${String(gateway)} not found`);
@@ -98,7 +98,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     this.requireDevice(id);
     const b = requireObject(body, 'device');
     const fields: { name?: string; title?: string | null; description?: string | null } = {};
-    const name = member(b, 'name');
+    const name = memberIgnoringCase(b, 'name');
     if (name !== undefined) {
       if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
       fields.name = name;
@@ -127,29 +127,29 @@ export class Registry extends EventEmitter<RegistryEvents> {
   createAsset(deviceId: string, body: unknown): AssetRecord {
     this.requireDevice(deviceId);
     const b = requireObject(body, 'asset');
-    const name = member(b, 'name');
+    const name = memberIgnoringCase(b, 'name');
     const problem = assetNameProblem(name);
     if (problem) throw new ServiceError('INVALID_NAME', `"name" ${problem}`);
     if (this.#store.assets.byName(deviceId, name as string)) {
       throw new ServiceError('ASSET_EXISTS', `asset "${name as string}" already exists on device ${deviceId}`);
     }
-    return this.#insertAsset(deviceId, name as string, b, member(b, 'is'));
+    return this.#insertAsset(deviceId, name as string, b, memberIgnoringCase(b, 'is'));
   }
 
   /** PUT .../asset/<name>: create or update; `is` defaults to sensor on create and stays on update. */
   upsertAsset(deviceId: string, name: string, body: unknown): { asset: AssetRecord; created: boolean } {
     this.requireDevice(deviceId);
     const b = requireObject(body, 'asset');
-    const bodyName = member(b, 'name');
+    const bodyName = memberIgnoringCase(b, 'name');
     if (bodyName !== undefined && bodyName !== name) throw new ServiceError('INVALID_BODY', `"name" ${JSON.stringify(bodyName)} must equal the path's asset name "${name}"`);
     const problem = assetNameProblem(name);
     if (problem) throw new ServiceError('INVALID_NAME', `asset name ${problem}`);
     const existing = this.#store.assets.byName(deviceId, name);
     if (!existing) return { asset: this.#insertAsset(deviceId, name, b, member(b, 'is') ?? 'sensor'), created: true };
     const next: AssetRecord = { ...existing };
-    const is = member(b, 'is');
+    const is = memberIgnoringCase(b, 'is');
     if (is !== undefined) next.is = parseKind(is);
-    const profile = member(b, 'profile');
+    const profile = memberIgnoringCase(b, 'profile');
     if (profile !== undefined) next.profile = this.#compiledProfile(profile);
     const title = optionalText(b, 'title');
     if (title !== undefined) next.title = title;
@@ -170,7 +170,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   #insertAsset(deviceId: string, name: string, b: Record<string, unknown>, is: unknown): AssetRecord {
     const kind = parseKind(is);
-    const rawProfile = member(b, 'profile');
+    const rawProfile = memberIgnoringCase(b, 'profile');
     if (rawProfile === undefined) throw new ServiceError('INVALID_PROFILE', '"profile" is required');
     const profile = this.#compiledProfile(rawProfile);
     if (this.#store.assets.count(deviceId) >= this.#limits.assetsPerDevice) {
@@ -197,9 +197,9 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   createAppToken(body: unknown): { token: TokenRecord; secret: string } {
     const b = requireObject(body, 'token');
-    const name = member(b, 'name');
+    const name = memberIgnoringCase(b, 'name');
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
-    const kind = (member(b, 'kind') ?? 'app') as TokenKind;
+    const kind = (memberIgnoringCase(b, 'kind') ?? 'app') as TokenKind;
     if (kind !== 'app') throw new ServiceError('INVALID_BODY', '"kind" must be "app" (device tokens come with their device)');
     const created = this.#store.tokens.create({ kind, name, deviceId: null, scopes: parseScopes(member(b, 'scopes')) }, this.#clock.now());
     this.#catalog.invalidate();

@@ -9,12 +9,12 @@ import type { Catalog } from '../store/catalog.js';
 import type { StateWriter } from '../ingest/state-writer.js';
 import type { Registry } from '../registry/registry.js';
 import type { CommandRouter } from '../commands/router.js';
-import { isPlainObject, member } from '../ingest/messages.js';
 import type { MetricsRegistry } from '../ops/metrics.js';
 import type { Logger } from '../ops/logger.js';
 import { Outbox, type OutboxStatus } from './outbox.js';
 import { UpstreamLink } from './upstream-link.js';
 import { gatewayErrorsTopic, gatewayStatusTopic } from './catalog-message.js';
+import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 
 /** Commands from the upstream enter the local router with the rights the upstream granted them. */
 const UPSTREAM: Principal = { tokenId: 'upstream', kind: 'app', deviceId: null, scopes: ['command'] };
@@ -256,11 +256,11 @@ export class UpstreamSync {
       } catch {
         body = { value: payload.toString('utf8') };
       }
-      const message = isPlainObject(body) && member(body, 'value') !== undefined ? body : { value: body };
-      const atText = member(message as Record<string, unknown>, 'at');
+      const message = isJsonObject(body) && memberIgnoringCase(body, 'value') !== undefined ? body : { value: body };
+      const atText = memberIgnoringCase(message as Record<string, unknown>, 'at');
       const at = (typeof atText === 'string' ? parseTimestamp(atText) : undefined) ?? clock.now();
       this.commandsReceived++;
-      const delivery = commands.sendAssetCommand(UPSTREAM, { deviceId, assetName }, { value: member(message as Record<string, unknown>, 'value'), meta: member(message as Record<string, unknown>, 'meta') }, 'upstream', at);
+      const delivery = commands.sendAssetCommand(UPSTREAM, { deviceId, assetName }, { value: memberIgnoringCase(message as Record<string, unknown>, 'value'), meta: memberIgnoringCase(message as Record<string, unknown>, 'meta') }, 'upstream', at);
       logger.debug({ deviceId, assetName, delivered: delivery.delivered }, 'upstream command delivered');
     } catch (err) {
       if (isServiceError(err)) logger.warn({ deviceId, assetName, code: err.code, error: err.message }, 'upstream command refused');

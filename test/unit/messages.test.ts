@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jsonNestingOver, parseJson, valueProblem } from '../../src/ingest/messages.js';
+import { valueProblem } from '../../src/ingest/messages.js';
 import { ServiceError } from '../../src/core/errors.js';
+import { jsonNestingOver, parseJson } from '../../src/core/json.js';
 
 test('JSON nesting is counted outside strings, escapes included', () => {
   assert.equal(jsonNestingOver('[[[]]]', 3), false);

@@ -1,14 +1,14 @@
 // `outpost codec check | decode | encode` (README, "Command line"; docs/codecs.md, "Command line"): run a codec file by hand.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import type { DecodeResult, EncodeResult, JsonObject } from '../../codec/types.js';
-import { isJsonObject } from '../../codec/json.js';
+import type { DecodeResult, EncodeResult } from '../../codec/types.js';
 import { bytesToHex, hexToBytes } from '../../codec/hex.js';
 import { decodeAbcl, encodeAbcl, loadAbcl, type CompiledAbcl } from '../../codec/abcl/index.js';
 import { getQuickJSModule, JsCodec, type CodecDirection } from '../../codec/js/index.js';
 import { isUsageError, UsageError } from '../args.js';
 import type { CliCommand } from '../command.js';
 import type { Output } from '../output.js';
+import { isJsonObject, type JsonObject } from '../../core/json.js';
 
 const USAGE = `usage:
   outpost codec check FILE [--json]

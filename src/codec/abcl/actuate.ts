@@ -1,11 +1,11 @@
 // Compiles and runs `actuate` blocks (docs/codecs.md, "Writing an ABCL document").
-import type { EncodeResult, JsonObject, JsonValue } from '../types.js';
-import { hasMember, isJsonObject } from '../json.js';
+import type { EncodeResult } from '../types.js';
 import { makeFieldWriter, type EncodeProblems, type FieldWriter } from './field-writer.js';
 import { indexPath, memberPath, type LoadProblems } from './problems.js';
 import { checkComment, compileSelectorSpec } from './selector.js';
 import { compileAssetName } from './sense.js';
 import { statementObject } from './statement.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../../core/json.js';
 
 interface ActuateStatement {
   /** Undefined for a constant field. */
@@ -27,7 +27,7 @@ const ACTUATE_KEYS = new Set(['asset', 'const', 'field', 'comment']);
 function compileActuateStatement(node: JsonValue, path: string, problems: LoadProblems, into: ActuateStatement[], ends: number[]): void {
   const element = statementObject(node, path, problems, (child, childPath) => compileActuateStatement(child, childPath, problems, into, ends));
   if (element === undefined) return;
-  if (hasMember(element, 'switch')) {
+  if (Object.hasOwn(element, 'switch')) {
     problems.error(memberPath(path, 'switch'), 'is not supported in actuate');
     return;
   }
@@ -37,8 +37,8 @@ function compileActuateStatement(node: JsonValue, path: string, problems: LoadPr
     else if (!ACTUATE_KEYS.has(key)) problems.warning(memberPath(path, key), 'is not an actuate statement key; ignored');
   }
   checkComment(element, path, problems);
-  const hasAsset = hasMember(element, 'asset');
-  const hasConst = hasMember(element, 'const');
+  const hasAsset = Object.hasOwn(element, 'asset');
+  const hasConst = Object.hasOwn(element, 'const');
   let asset: string | undefined;
   let constant: JsonValue = null;
   if (hasAsset && hasConst) problems.error(path, 'must have exactly one of "asset" and "const", not both');
@@ -51,7 +51,7 @@ function compileActuateStatement(node: JsonValue, path: string, problems: LoadPr
   const fieldPath = memberPath(path, 'field');
   const field = element.field;
   let spec;
-  if (!hasMember(element, 'field')) problems.error(fieldPath, 'is missing');
+  if (!Object.hasOwn(element, 'field')) problems.error(fieldPath, 'is missing');
   else if (!isJsonObject(field)) problems.error(fieldPath, 'must be a field object');
   else spec = compileSelectorSpec(field, fieldPath, problems, 'field');
   if (spec === undefined || spec.kind !== 'binary' || problems.errors.length !== errorsBefore) return;
@@ -88,8 +88,8 @@ export function runActuate(actuate: CompiledActuate, command: JsonObject, previo
     const { asset } = statement;
     let value: JsonValue | undefined;
     if (asset === undefined) value = statement.constant;
-    else if (hasMember(command, asset)) value = command[asset];
-    else if (previous !== undefined && hasMember(previous, asset)) value = previous[asset];
+    else if (Object.hasOwn(command, asset)) value = command[asset];
+    else if (previous !== undefined && Object.hasOwn(previous, asset)) value = previous[asset];
     if (value === undefined) {
       problems.warnings.push(`${statement.subject}: no value in the command or previous values; its field is left as it is`);
       continue;

@@ -1,12 +1,12 @@
 // Loading (validation + compilation) and running of whole ABCL documents (docs/codecs.md, "Writing an ABCL document").
 import { createHash } from 'node:crypto';
-import type { DecodeResult, DecodedState, EncodeResult, JsonObject, JsonValue } from '../types.js';
-import { hasMember, isJsonObject } from '../json.js';
+import type { DecodeResult, DecodedState, EncodeResult } from '../types.js';
 import { compileActuate, runActuate, type CompiledActuate } from './actuate.js';
 import { parseJsonc } from './jsonc.js';
 import { LoadProblems, memberPath } from './problems.js';
 import { compileSenseBlock } from './sense.js';
 import type { SenseRun, SenseStatement } from './sense-run.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../../core/json.js';
 
 /** A loaded document: only this compiled form runs per message. */
 export interface CompiledAbcl {
@@ -39,8 +39,8 @@ function compileDocument(root: JsonValue, hash: string, problems: LoadProblems):
       problems.warning(memberPath('', key), 'is not a known top-level key; ignored');
     }
   }
-  const hasSense = hasMember(root, 'sense');
-  const hasActuate = hasMember(root, 'actuate');
+  const hasSense = Object.hasOwn(root, 'sense');
+  const hasActuate = Object.hasOwn(root, 'actuate');
   if (!hasSense && !hasActuate) {
     problems.error('', 'the document has neither "sense" nor "actuate"');
     return undefined;

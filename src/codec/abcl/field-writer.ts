@@ -1,9 +1,9 @@
 // Writers for actuate fields (docs/codecs.md, "Writing an ABCL document"), specialised once per field.
-import type { JsonValue } from '../types.js';
 import { describeJsonType } from '../json.js';
 import { roundHalfAwayFromZero, type CompiledExpression } from './expression.js';
 import { numberToFloat16Bits } from './float16.js';
 import type { BinarySelectorSpec } from './selector.js';
+import type { JsonValue } from '../../core/json.js';
 
 export interface EncodeProblems {
   readonly errors: string[];

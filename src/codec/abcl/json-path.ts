@@ -1,6 +1,5 @@
+import { isJsonObject, type JsonValue } from '../../core/json.js';
 // Paths into JSON uplinks (docs/codecs.md, "Writing an ABCL document"): split once at load time, resolved per message.
-import type { JsonValue } from '../types.js';
-import { hasMember, isJsonObject } from '../json.js';
 
 export type PathStep = { kind: 'name'; name: string; allDigits: boolean } | { kind: 'index'; index: number; key: string };
 
@@ -30,7 +29,7 @@ export function resolveJsonPath(root: JsonValue, steps: readonly PathStep[]): Js
         const index = Number(step.name);
         if (index >= current.length) return undefined;
         current = current[index]!;
-      } else if (isJsonObject(current) && hasMember(current, step.name)) {
+      } else if (isJsonObject(current) && Object.hasOwn(current, step.name)) {
         current = current[step.name]!;
       } else {
         return undefined;
@@ -39,7 +38,7 @@ export function resolveJsonPath(root: JsonValue, steps: readonly PathStep[]): Js
       if (step.index >= current.length) return undefined;
       current = current[step.index]!;
     } else if (isJsonObject(current)) {
-      if (!hasMember(current, step.key)) return undefined;
+      if (!Object.hasOwn(current, step.key)) return undefined;
       current = current[step.key]!;
     } else if (typeof current === 'number' && Number.isSafeInteger(current)) {
       // [n] on an integer selects bit n; BigInt shifts are arithmetic, i.e. two's complement.

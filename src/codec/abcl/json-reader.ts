@@ -1,10 +1,10 @@
 // Readers for `json` selectors (docs/codecs.md, "Writing an ABCL document").
-import type { JsonValue } from '../types.js';
 import { describeJsonType } from '../json.js';
 import { resolveJsonPath } from './json-path.js';
 import type { CanonicalType, JsonSelectorSpec } from './selector.js';
 import type { ReaderLabels } from './binary-reader.js';
 import type { SenseRun, ValueReader } from './sense-run.js';
+import type { JsonValue } from '../../core/json.js';
 
 /** The explicit-type conversions of JSON mode; undefined when impossible. */
 function convert(value: JsonValue, type: CanonicalType): JsonValue | undefined {

@@ -1,7 +1,6 @@
 // JSON with comments (docs/codecs.md, "Writing an ABCL document"), on top of Microsoft's jsonc-parser scanner/parser.
 import { parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
-import type { JsonValue } from '../types.js';
-import { setMember } from '../json.js';
+import { type JsonValue, setMember } from '../../core/json.js';
 
 export type JsoncParseResult = { ok: true; value: JsonValue } | { ok: false; error: string };
 

@@ -1,10 +1,9 @@
 // Validation of selectors and actuate fields (docs/codecs.md, "Writing an ABCL document") into plain specs.
 // Everything here runs once, at load time; the readers and writers are built from the specs.
-import type { JsonObject, JsonValue } from '../types.js';
-import { hasMember, isJsonObject } from '../json.js';
 import { parseExpression, type CompiledExpression } from './expression.js';
 import { parseJsonPath, type PathStep } from './json-path.js';
 import { memberPath, type LoadProblems } from './problems.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../../core/json.js';
 
 export type CanonicalType = 'integer' | 'number' | 'boolean' | 'string' | 'hexstring';
 
@@ -57,7 +56,7 @@ function isInteger(value: JsonValue | undefined, min: number): value is number {
 }
 
 export function checkComment(object: JsonObject, path: string, problems: LoadProblems): void {
-  if (hasMember(object, 'comment') && typeof object.comment !== 'string') problems.warning(memberPath(path, 'comment'), 'should be a string; ignored');
+  if (Object.hasOwn(object, 'comment') && typeof object.comment !== 'string') problems.warning(memberPath(path, 'comment'), 'should be a string; ignored');
 }
 
 /**
@@ -71,8 +70,8 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
   }
   checkComment(object, path, problems);
 
-  const hasByte = hasMember(object, 'byte');
-  const hasJson = hasMember(object, 'json');
+  const hasByte = Object.hasOwn(object, 'byte');
+  const hasJson = Object.hasOwn(object, 'json');
   if (role === 'field') {
     if (hasJson) problems.error(memberPath(path, 'json'), 'is not allowed in an actuate field');
     if (!hasByte) problems.error(path, 'must have "byte"');
@@ -85,7 +84,7 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
   let type: CanonicalType = 'integer';
   let explicitType = false;
   let isUint = false;
-  if (hasMember(object, 'type')) {
+  if (Object.hasOwn(object, 'type')) {
     const raw = object.type;
     const canonical = typeof raw === 'string' ? TYPE_NAMES[raw.toLowerCase()] : undefined;
     if (canonical === undefined || !Object.hasOwn(TYPE_NAMES, (raw as string).toLowerCase())) {
@@ -99,7 +98,7 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
 
   let signed = false;
   let signedGiven = false;
-  if (hasMember(object, 'signed')) {
+  if (Object.hasOwn(object, 'signed')) {
     const raw = object.signed;
     if (raw === true || raw === 'true') signed = signedGiven = true;
     else if (raw !== false && raw !== 'false') problems.error(memberPath(path, 'signed'), `must be true, false, "true" or "false" (got ${JSON.stringify(raw)})`);
@@ -107,7 +106,7 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
 
   let calculation: CompiledExpression | undefined;
   let calculationText: string | undefined;
-  if (hasMember(object, 'calculation')) {
+  if (Object.hasOwn(object, 'calculation')) {
     const raw = object.calculation;
     if (typeof raw !== 'string') {
       problems.error(memberPath(path, 'calculation'), 'must be a string');
@@ -134,7 +133,7 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
       else problems.error(memberPath(path, 'json'), parsed.error);
     }
     for (const key of BINARY_ONLY_KEYS) {
-      if (hasMember(object, key)) problems.warning(memberPath(path, key), 'has no effect on a json selector');
+      if (Object.hasOwn(object, key)) problems.warning(memberPath(path, key), 'has no effect on a json selector');
     }
     if (problems.errors.length !== errorsBefore) return undefined;
     return { kind: 'json', pathText: raw as string, path: steps, type: explicitType ? type : undefined, calculation, calculationText };
@@ -144,13 +143,13 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
   if (hasByte && !isInteger(byte, 0)) problems.error(memberPath(path, 'byte'), 'must be an integer ≥ 0');
 
   let length = type === 'number' ? 4 : 1;
-  if (hasMember(object, 'bytelength')) {
+  if (Object.hasOwn(object, 'bytelength')) {
     if (isInteger(object.bytelength, 1)) length = object.bytelength;
     else problems.error(memberPath(path, 'bytelength'), 'must be an integer ≥ 1');
   }
 
   let little = false;
-  if (hasMember(object, 'byteorder')) {
+  if (Object.hasOwn(object, 'byteorder')) {
     const raw = object.byteorder;
     const order = typeof raw === 'string' ? raw.toLowerCase() : undefined;
     if (order === 'little') little = true;
@@ -165,8 +164,8 @@ export function compileSelectorSpec(object: JsonObject, path: string, problems: 
   if (readsInteger && length > 8) problems.error(memberPath(path, 'bytelength'), `must be at most 8 for an integer (got ${length})`);
 
   let bits: BinarySelectorSpec['bits'];
-  const hasBit = hasMember(object, 'bit');
-  const hasBitLength = hasMember(object, 'bitlength');
+  const hasBit = Object.hasOwn(object, 'bit');
+  const hasBitLength = Object.hasOwn(object, 'bitlength');
   if (hasBit || hasBitLength) {
     let bit = 0;
     let bitLength = 1;

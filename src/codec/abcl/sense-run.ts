@@ -1,4 +1,5 @@
-import type { DecodedState, JsonObject, JsonValue } from '../types.js';
+import type { DecodedState } from '../types.js';
+import type { JsonObject, JsonValue } from '../../core/json.js';
 
 /** Per-message state of one `sense` run; the compiled statements read and write it. */
 export interface SenseRun {

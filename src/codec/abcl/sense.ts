@@ -1,13 +1,12 @@
 // Compiles `sense` blocks (docs/codecs.md, "Writing an ABCL document") into closures.
-import type { JsonObject, JsonValue } from '../types.js';
-import { hasMember, isJsonObject, setMember } from '../json.js';
-import { toIsoTimestamp } from '../timestamp.js';
 import { makeBinaryReader, type ReaderLabels } from './binary-reader.js';
 import { makeJsonReader } from './json-reader.js';
 import { indexPath, memberPath, type LoadProblems } from './problems.js';
 import { checkComment, compileSelectorSpec, type SelectorSpec } from './selector.js';
 import type { SenseRun, SenseStatement, ValueReader } from './sense-run.js';
 import { statementObject } from './statement.js';
+import { isJsonObject, type JsonObject, type JsonValue, setMember } from '../../core/json.js';
+import { toIsoTimestamp } from '../../core/time.js';
 
 const MAPPING_KEYS = new Set(['asset', 'value', 'at', 'comment']);
 const SWITCH_KEYS = new Set(['switch', 'on', 'comment']);
@@ -22,7 +21,7 @@ function makeReader(spec: SelectorSpec, labels: ReaderLabels, truncateStrings: b
 
 /** Asset names: a non-empty string, or a number written as `String(n)`. */
 export function compileAssetName(object: JsonObject, path: string, problems: LoadProblems): string | undefined {
-  if (!hasMember(object, 'asset')) {
+  if (!Object.hasOwn(object, 'asset')) {
     problems.error(path, 'has no "asset"');
     return undefined;
   }
@@ -42,11 +41,11 @@ function compileValueDescriptor(descriptor: JsonValue, path: string, subject: st
     const constant = descriptor;
     return () => constant;
   }
-  if (hasMember(descriptor, 'byte') || hasMember(descriptor, 'json')) {
+  if (Object.hasOwn(descriptor, 'byte') || Object.hasOwn(descriptor, 'json')) {
     const spec = compileSelectorSpec(descriptor, path, problems, 'selector');
     return spec && makeReader(spec, { subject, consequence: SKIPPED }, true);
   }
-  const marker = SELECTOR_MARKERS.find((key) => hasMember(descriptor, key) && (typeof descriptor[key] !== 'object' || descriptor[key] === null));
+  const marker = SELECTOR_MARKERS.find((key) => Object.hasOwn(descriptor, key) && (typeof descriptor[key] !== 'object' || descriptor[key] === null));
   if (marker !== undefined) {
     problems.error(path, `looks like a selector (it has "${marker}") but has neither "byte" nor "json"`);
     return undefined;
@@ -80,11 +79,11 @@ function compileMapping(statement: JsonObject, path: string, problems: LoadProbl
   const asset = compileAssetName(statement, path, problems);
   const subject = `asset ${JSON.stringify(asset ?? '?')} (${path})`;
   let readValue: ValueReader | undefined;
-  if (hasMember(statement, 'value')) readValue = compileValueDescriptor(statement.value!, memberPath(path, 'value'), subject, problems);
+  if (Object.hasOwn(statement, 'value')) readValue = compileValueDescriptor(statement.value!, memberPath(path, 'value'), subject, problems);
   else problems.error(path, 'has no "value"');
 
   let readAt: ValueReader | undefined;
-  if (hasMember(statement, 'at')) {
+  if (Object.hasOwn(statement, 'at')) {
     const atPath = memberPath(path, 'at');
     const at = statement.at;
     if (!isJsonObject(at)) problems.error(atPath, 'must be a selector object');
@@ -160,8 +159,8 @@ function compileSwitch(statement: JsonObject, path: string, problems: LoadProble
   const cases = new Map<JsonValue, SenseStatement[]>();
   let defaultBlock: SenseStatement[] | undefined;
   const onPath = memberPath(path, 'on');
-  if (!hasMember(statement, 'on') || !Array.isArray(statement.on)) {
-    problems.error(onPath, hasMember(statement, 'on') ? 'must be an array' : 'is missing');
+  if (!Object.hasOwn(statement, 'on') || !Array.isArray(statement.on)) {
+    problems.error(onPath, Object.hasOwn(statement, 'on') ? 'must be an array' : 'is missing');
     valid = false;
   } else {
     const seen = new Set<string>();
@@ -179,11 +178,11 @@ function compileSwitch(statement: JsonObject, path: string, problems: LoadProble
       const value = entry.case;
       const caseIsValid = typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean';
       if (!caseIsValid) {
-        problems.error(memberPath(casePath, 'case'), hasMember(entry, 'case') ? 'must be a number, string or boolean' : 'is missing');
+        problems.error(memberPath(casePath, 'case'), Object.hasOwn(entry, 'case') ? 'must be a number, string or boolean' : 'is missing');
         valid = false;
       }
       let block: SenseStatement[] = [];
-      if (!hasMember(entry, 'do')) {
+      if (!Object.hasOwn(entry, 'do')) {
         problems.error(memberPath(casePath, 'do'), 'is missing');
         valid = false;
       } else {
@@ -221,13 +220,13 @@ function compileSwitch(statement: JsonObject, path: string, problems: LoadProble
 function compileSenseStatement(node: JsonValue, path: string, problems: LoadProblems, into: SenseStatement[]): void {
   const element = statementObject(node, path, problems, (child, childPath) => compileSenseStatement(child, childPath, problems, into));
   if (element === undefined) return;
-  const isMapping = hasMember(element, 'asset') || hasMember(element, 'value');
-  const isSwitch = hasMember(element, 'switch');
+  const isMapping = Object.hasOwn(element, 'asset') || Object.hasOwn(element, 'value');
+  const isSwitch = Object.hasOwn(element, 'switch');
   let statement: SenseStatement | undefined;
   if (isMapping && isSwitch) problems.error(path, 'mixes a switch with a mapping ("asset"/"value")');
   else if (isMapping) statement = compileMapping(element, path, problems);
   else if (isSwitch) statement = compileSwitch(element, path, problems);
-  else if (hasMember(element, 'field') || hasMember(element, 'const')) problems.error(path, 'is an actuate statement ("field"/"const"), not allowed in sense');
+  else if (Object.hasOwn(element, 'field') || Object.hasOwn(element, 'const')) problems.error(path, 'is an actuate statement ("field"/"const"), not allowed in sense');
   else problems.error(path, 'is not a recognised statement (no "asset", "value" or "switch")');
   if (statement !== undefined) into.push(statement);
 }

@@ -1,8 +1,7 @@
 // The part of statement compiling that sense and actuate share (docs/codecs.md, "Writing an ABCL document").
-import type { JsonObject, JsonValue } from '../types.js';
-import { isJsonObject } from '../json.js';
 import { indexPath, type LoadProblems } from './problems.js';
 import { checkComment } from './selector.js';
+import { isJsonObject, type JsonObject, type JsonValue } from '../../core/json.js';
 
 /**
  * Handles what every element of a statement block may be before it is a statement: a nested

@@ -2,11 +2,12 @@
 // script, compiled once and reused for every call.
 import { createHash } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
-import type { DecodeResult, EncodeResult, JsonValue } from '../types.js';
+import type { DecodeResult, EncodeResult } from '../types.js';
 import { bytesToHex } from '../hex.js';
 import { CALL_SOURCE, DETECT_SOURCE, preludeSource } from './glue.js';
 import { resolveJsLimits, type JsCodecLimits } from './limits.js';
 import { isModuleDamaged, markModuleDamaged } from './quickjs-module.js';
+import type { JsonValue } from '../../core/json.js';
 import {
   interpretDecodeUplink,
   interpretDecoder,

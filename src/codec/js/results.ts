@@ -1,8 +1,8 @@
 // Host-side validation of what a script returned, per convention (docs/codecs.md, "JavaScript codecs").
-import type { DecodeResult, DecodedState, EncodeResult, JsonValue } from '../types.js';
-import { isJsonObject, setMember } from '../json.js';
+import type { DecodeResult, DecodedState, EncodeResult } from '../types.js';
 import { hexToBytes } from '../hex.js';
-import { toIsoTimestamp } from '../timestamp.js';
+import { isJsonObject, type JsonValue, setMember } from '../../core/json.js';
+import { toIsoTimestamp } from '../../core/time.js';
 
 const EMPTY = new Uint8Array(0);
 

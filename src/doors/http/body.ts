@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../../core/errors.js';
-import { DEFAULT_JSON_DEPTH, parseJson } from '../../ingest/messages.js';
-import { decodeCborBody } from '../../ingest/device-state.js';
+import { decodeCborBody } from '../../codec/cbor.js';
+import { DEFAULT_JSON_DEPTH, parseJson } from '../../core/json.js';
 
 export type MediaKind = 'json' | 'cbor' | 'binary';
 

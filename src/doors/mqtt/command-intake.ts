@@ -5,13 +5,13 @@ import { canCommand, type Principal } from '../../core/access.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { CommandRouter } from '../../commands/router.js';
-import { hasMember, isPlainObject, parseJson } from '../../ingest/messages.js';
 import type { Logger } from '../../ops/logger.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { Refusals } from '../../doors/mqtt/refusals.js';
 import type { ServicePublisher } from '../../doors/mqtt/service-publisher.js';
 import { payloadBytes, type PublishCallback } from '../../doors/mqtt/state-intake.js';
 import type { PublishTopic } from '../../doors/mqtt/topics.js';
+import { hasMemberIgnoringCase, isJsonObject, parseJson } from '../../core/json.js';
 
 export type CommandTopic = Extract<PublishTopic, { kind: 'asset-command' | 'asset-command-by-id' | 'device-command' }>;
 
@@ -61,7 +61,7 @@ export class CommandIntake {
       return;
     }
     // A bare JSON value is the command's value, as a bare value is a state's value.
-    const message = isPlainObject(body) && hasMember(body, 'value') ? body : { value: body };
+    const message = isJsonObject(body) && hasMemberIgnoringCase(body, 'value') ? body : { value: body };
     const target = topic.kind === 'asset-command' ? { deviceId: topic.deviceId, assetName: topic.assetName } : { assetId: topic.assetId };
     commands.sendAssetCommand(principal, target, message, 'mqtt');
   }

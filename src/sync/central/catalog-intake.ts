@@ -4,7 +4,7 @@ import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { GatewayStore } from '../../store/gateways.js';
 import type { Registry } from '../../registry/registry.js';
-import { isPlainObject, member } from '../../ingest/messages.js';
+import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 
 /**
  * The central's side of the gateway catalog (`gateway/<GatewayID>/device/<DeviceID>`, docs/sync.md):
@@ -59,12 +59,12 @@ export class CatalogIntake {
     } catch {
       throw new ServiceError('INVALID_JSON', 'catalog message is not valid JSON');
     }
-    if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'catalog message must be a JSON object {id, name, title, description, assets}');
-    const id = member(body, 'id');
+    if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', 'catalog message must be a JSON object {id, name, title, description, assets}');
+    const id = memberIgnoringCase(body, 'id');
     if (id !== undefined && id !== deviceId) throw new ServiceError('INVALID_BODY', `"id" ${JSON.stringify(id)} differs from the topic's device ${deviceId}`);
-    const assets = member(body, 'assets') ?? [];
+    const assets = memberIgnoringCase(body, 'assets') ?? [];
     if (!Array.isArray(assets)) throw new ServiceError('INVALID_BODY', '"assets" must be an array');
-    const fields = { name: member(body, 'name'), title: member(body, 'title'), description: member(body, 'description') };
+    const fields = { name: memberIgnoringCase(body, 'name'), title: memberIgnoringCase(body, 'title'), description: memberIgnoringCase(body, 'description') };
     if (existing) {
       this.#registry.updateDevice(deviceId, fields);
       if (existing.removedAtGateway !== null && existing.removedAtGateway !== undefined) this.#gateways.setRemovedAtGateway(deviceId, null);
@@ -72,8 +72,8 @@ export class CatalogIntake {
       this.#registry.createDevice({ ...fields, id: deviceId, gateway: gatewayId });
     }
     for (const asset of assets) {
-      if (!isPlainObject(asset)) throw new ServiceError('INVALID_BODY', '"assets" must hold objects {name, is, profile, title, description}');
-      const name = member(asset, 'name');
+      if (!isJsonObject(asset)) throw new ServiceError('INVALID_BODY', '"assets" must hold objects {name, is, profile, title, description}');
+      const name = memberIgnoringCase(asset, 'name');
       if (typeof name !== 'string') throw new ServiceError('INVALID_NAME', 'every asset needs a "name"');
       const { name: _n, ...rest } = asset;
       this.#registry.upsertAsset(deviceId, name, rest);

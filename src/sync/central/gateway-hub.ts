@@ -4,12 +4,12 @@ import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand, type SinkOutcome } from '../../commands/router.js';
-import type { JsonValue } from '../../ingest/messages.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
 import { TEMPLATES, assetTopic, matchTemplate } from '../../doors/mqtt/topics.js';
 import type { GatewayRegistry } from './gateway-registry.js';
 import type { CatalogIntake } from './catalog-intake.js';
 import { gatewayErrorsTopic } from '../catalog-message.js';
+import type { JsonValue } from '../../core/json.js';
 
 const DAY_MS = 86_400_000;
 

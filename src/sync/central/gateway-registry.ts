@@ -3,7 +3,7 @@ import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import { GatewayStore, type GatewayRecord } from '../../store/gateways.js';
 import type { Registry } from '../../registry/registry.js';
-import { isPlainObject, member } from '../../ingest/messages.js';
+import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -31,8 +31,8 @@ export class GatewayRegistry {
   }
 
   create(body: unknown): { gateway: GatewayRecord; token: string; tokenId: string } {
-    if (!isPlainObject(body ?? {})) throw new ServiceError('INVALID_BODY', 'gateway must be a JSON object {"name"}');
-    const name = member((body ?? {}) as Record<string, unknown>, 'name') ?? 'gateway';
+    if (!isJsonObject(body ?? {})) throw new ServiceError('INVALID_BODY', 'gateway must be a JSON object {"name"}');
+    const name = memberIgnoringCase((body ?? {}) as Record<string, unknown>, 'name') ?? 'gateway';
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
     const created = this.store.create(name, this.#clock.now());
     this.#catalog.invalidate();

@@ -2,10 +2,10 @@ import { ServiceError } from '../../../core/errors.js';
 import { hexToBytes } from '../../../codec/hex.js';
 import { codecSettingsView, parseCodecSettings, setDeviceCodec } from '../../../device-codecs/device-codecs.js';
 import { parseTryBody, tryCodec } from '../../../device-codecs/codec-try.js';
-import { isPlainObject, member } from '../../../ingest/messages.js';
 import { requireAdmin } from '../access.js';
 import type { RequestContext, Route } from '../router.js';
 import { adminDevice, readableDevice, type ApiDeps } from './deps.js';
+import { isJsonObject, memberIgnoringCase } from '../../../core/json.js';
 
 /**
  * Codecs (docs/codecs.md): a device's settings (`/device/<id>/codec`), trying a candidate on its
@@ -62,15 +62,15 @@ function getCodecSettings(deps: ApiDeps, ctx: RequestContext) {
 async function decodeWithUnsavedCodec(deps: ApiDeps, ctx: RequestContext) {
   requireAdmin(ctx, 'trying a codec needs an application token with the "admin" scope');
   const body = await ctx.body(['json']);
-  if (!isPlainObject(body)) throw new ServiceError('INVALID_BODY', 'body must be {"uplink": {...}, "payload": "<hex>", "port"?}');
-  const hex = member(body, 'payload');
+  if (!isJsonObject(body)) throw new ServiceError('INVALID_BODY', 'body must be {"uplink": {...}, "payload": "<hex>", "port"?}');
+  const hex = memberIgnoringCase(body, 'payload');
   const bytes = typeof hex === 'string' ? hexToBytes(hex.replace(/\s+/g, '')) : undefined;
   if (!bytes) throw new ServiceError('INVALID_BODY', '"payload" must be hex digits in pairs (e.g. "0A1B")');
-  const port = member(body, 'port');
+  const port = memberIgnoringCase(body, 'port');
   if (port !== undefined && port !== null && (!Number.isInteger(port) || (port as number) < 0 || (port as number) > 255)) {
     throw new ServiceError('INVALID_BODY', '"port" must be an integer from 0 to 255');
   }
-  const { codec, warnings } = await deps.codecs.compile(parseCodecSettings({ uplink: member(body, 'uplink') }));
+  const { codec, warnings } = await deps.codecs.compile(parseCodecSettings({ uplink: memberIgnoringCase(body, 'uplink') }));
   try {
     const result = codec.decodeUplink(bytes, { fPort: (port as number | undefined) ?? undefined, receivedAt: new Date() });
     return { status: 200, body: { states: result.states, warnings: [...warnings, ...result.warnings], errors: result.errors } };
