@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatTimestamp, parseTimestamp } from '../../src/core/time.js';
+import { API_TIMESTAMP, CODEC_TIMESTAMP, CODEC_TIMESTAMP_WITH_ZONE, epochMillisToIso, formatTimestamp, isoTimestamp, parseTimestamp, toIsoTimestamp } from '../../src/core/time.js';
 
 test('timestamps with any fraction length and zone parse to the same instant', () => {
   const expected = Date.UTC(2026, 10, 21, 10, 0, 0, 123);
@@ -36,4 +36,34 @@ test('years 0000–0099 are taken literally (Date.UTC would move them to 1900–
   assert.equal(parseTimestamp('1900-02-29T00:00:00Z'), undefined);
   assert.equal(formatTimestamp(parseTimestamp('2000-02-29T00:00:00Z')!), '2000-02-29T00:00:00.000Z');
   assert.equal(formatTimestamp(parseTimestamp('9999-12-31T23:59:59.999Z')!), '9999-12-31T23:59:59.999Z');
+});
+
+test('one parser, two forms: API input needs a zone and keeps its leniencies; codec data reads a missing zone as UTC', () => {
+  const at = Date.UTC(2021, 5, 30, 10, 0, 0);
+  // API input (the default form).
+  assert.equal(parseTimestamp('2021-06-30T10:00:00'), undefined, 'no zone');
+  assert.equal(parseTimestamp('2021-06-30T11:00:00+01:'), at, '±hh: without minutes has always been accepted');
+  assert.equal(parseTimestamp('2021-06-30T09:59:60Z'), Date.UTC(2021, 5, 30, 9, 59, 59), 'second 60 is read as 59');
+  // Codec data: CBOR tag 0, ABCL `at`, JS results.
+  assert.equal(parseTimestamp('2021-06-30T10:00:00', CODEC_TIMESTAMP), at);
+  assert.equal(parseTimestamp('2021-06-30 10:00', CODEC_TIMESTAMP), at);
+  assert.equal(parseTimestamp('2021-06-30', CODEC_TIMESTAMP), Date.UTC(2021, 5, 30));
+  assert.equal(parseTimestamp('2021-06-30T11:00:00+0100', CODEC_TIMESTAMP), at);
+  assert.equal(parseTimestamp('2021-06-30T11:00:00+01:', CODEC_TIMESTAMP), undefined);
+  assert.equal(parseTimestamp('2021-06-30T09:59:60Z', CODEC_TIMESTAMP), undefined);
+  assert.equal(parseTimestamp('2021-06-30Z', CODEC_TIMESTAMP), undefined, 'a zone needs a time');
+  // The JSON device-state codec's `at`: codec rules with a zone required.
+  assert.equal(parseTimestamp('2021-06-30T10:00:00', CODEC_TIMESTAMP_WITH_ZONE), undefined);
+  assert.equal(parseTimestamp('2021-06-30', CODEC_TIMESTAMP_WITH_ZONE), undefined);
+  assert.equal(parseTimestamp('2021-06-30T10:00:00z', CODEC_TIMESTAMP_WITH_ZONE), at);
+  assert.equal(parseTimestamp('2021-06-30T10:00:00.5Z', API_TIMESTAMP), at + 500);
+});
+
+test('codec timestamps: ISO text in the output form, numbers below 1e11 as seconds', () => {
+  assert.equal(isoTimestamp('2021-06-30 23:59:59', CODEC_TIMESTAMP), '2021-06-30T23:59:59.000Z');
+  assert.equal(toIsoTimestamp(1498000000), '2017-06-20T23:06:40.000Z');
+  assert.equal(toIsoTimestamp(1498000000123), '2017-06-20T23:06:40.123Z');
+  assert.equal(toIsoTimestamp('yesterday'), undefined);
+  assert.equal(toIsoTimestamp(true), undefined);
+  assert.equal(epochMillisToIso(Number.NaN), undefined);
 });
