@@ -145,7 +145,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     const problem = assetNameProblem(name);
     if (problem) throw new ServiceError('INVALID_NAME', `asset name ${problem}`);
     const existing = this.#store.assets.byName(deviceId, name);
-    if (!existing) return { asset: this.#insertAsset(deviceId, name, b, member(b, 'is') ?? 'sensor'), created: true };
+    if (!existing) return { asset: this.#insertAsset(deviceId, name, b, memberIgnoringCase(b, 'is') ?? 'sensor'), created: true };
     const next: AssetRecord = { ...existing };
     const is = memberIgnoringCase(b, 'is');
     if (is !== undefined) next.is = parseKind(is);
@@ -201,7 +201,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
     const kind = (memberIgnoringCase(b, 'kind') ?? 'app') as TokenKind;
     if (kind !== 'app') throw new ServiceError('INVALID_BODY', '"kind" must be "app" (device tokens come with their device)');
-    const created = this.#store.tokens.create({ kind, name, deviceId: null, scopes: parseScopes(member(b, 'scopes')) }, this.#clock.now());
+    const created = this.#store.tokens.create({ kind, name, deviceId: null, scopes: parseScopes(memberIgnoringCase(b, 'scopes')) }, this.#clock.now());
     this.#catalog.invalidate();
     return created;
   }
