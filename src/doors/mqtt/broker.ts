@@ -80,14 +80,14 @@ export class MqttListeners {
     // From the live config (a reload may change payloadLimit), fixed for the connection's lifetime.
     const { connectPacketLimit, payloadLimit } = this.#config;
     const limits: PacketLimits = { connect: connectPacketLimit, packet: payloadLimit + PUBLISH_HEADER_ROOM };
-    guardPacketSizes(socket, limits, (violation) => this.#packetTooLarge(socket, violation));
-    broker.handle(socket, undefined as never);
+    // The guard only fires on a later read, after aedes took the connection and gave its client.
+    let client: Client | undefined;
+    guardPacketSizes(socket, limits, (violation) => this.#packetTooLarge(socket, client, violation));
+    client = broker.handle(socket);
   }
 
-  #packetTooLarge(socket: Socket, violation: PacketViolation): void {
+  #packetTooLarge(socket: Socket, client: Client | undefined, violation: PacketViolation): void {
     this.#metrics.refused.inc('PACKET_TOO_LARGE');
-    // aedes keeps the connection's client on the socket (`conn.client`) once it took the connection.
-    const client = (socket as unknown as { client?: Client }).client;
     this.#logger.warn(
       { clientId: client?.id ?? undefined, remote: socket.remoteAddress, packetType: violation.type, length: violation.length, limit: violation.limit },
       violation.length < 0 ? 'mqtt packet with a malformed length: connection closed' : 'mqtt packet over its size limit: connection closed',
