@@ -89,7 +89,11 @@ export class Database {
    * or fail together.
    */
   transaction<T>(work: () => T): T {
-    return this.#handle.transaction(work)();
+    // IMMEDIATE takes the write lock at BEGIN, waiting out the other process's transaction
+    // (busy_timeout). A deferred BEGIN that reads first and writes second fails at once with
+    // SQLITE_BUSY when the daemon committed in between (WAL cannot upgrade a stale snapshot):
+    // `outpost outbox purge` met exactly that while the daemon ingested.
+    return this.#handle.transaction(work).immediate();
   }
 
   get open(): boolean {
