@@ -1,13 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { ServiceError, isServiceError } from '../../core/errors.js';
-import type { Principal } from '../../core/access.js';
 import type { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import { Counter } from '../../ops/metrics.js';
-import { decodeBody, mediaKind, readBody } from '../../doors/http/body.js';
-import { Router, type Method, type Reply, type RequestContext, type Route } from '../../doors/http/router.js';
+import { requestContext } from './request-context.js';
+import { Router, type Method, type Reply, type Route } from '../../doors/http/router.js';
 
 export interface HttpServerOptions {
   routes: Route[];
@@ -52,7 +51,7 @@ export function errorReply(err: ServiceError): Reply {
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const router = new Router(options.routes);
-  const { catalog, rateLimiter, clock, logger, jsonDepth, requestsByStatus } = options;
+  const { catalog, logger, requestsByStatus } = options;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     // Split by hand: WHATWG URL parsing costs more than the rest of routing on this hot path.
@@ -70,47 +69,13 @@ export function createHttpServer(options: HttpServerOptions): Server {
       reply.headers!.allow = allowed.join(', ');
       return reply;
     }
-    let principal: Principal | undefined;
-    let bodyRead = false;
-    const readRaw = async (accepted: ReadonlyArray<'json' | 'cbor' | 'binary'>) => {
-      bodyRead = true;
-      const declaredEmpty = req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
-      // A request without a body is not refused for its Content-Type header (docs/api.md).
-      if (declaredEmpty) return { bytes: Buffer.alloc(0), kind: 'json' as const };
-      const kind = mediaKind(req.headers['content-type'], accepted);
-      // Read per request: a config reload may change it (the daemon passes a live getter).
-      const bytes = await readBody(req, options.bodyLimit);
-      return { bytes, kind };
-    };
-    const ctx: RequestContext = {
-      req,
-      res,
-      params: matched.params,
-      query,
-      principal() {
-        if (principal) return principal;
-        const header = req.headers.authorization ?? '';
-        const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-        if (!m) throw new ServiceError('UNAUTHORIZED', 'missing "Authorization: Bearer <token>" header');
-        const found = catalog.principalForSecret(m[1]!);
-        if (!found) throw new ServiceError('UNAUTHORIZED', 'unknown or revoked token');
-        const wait = rateLimiter.take(found.tokenId, clock.now());
-        if (wait > 0) throw new ServiceError('RATE_LIMITED', 'this token is over its rate limit', { retryAfter: wait });
-        principal = found;
-        return found;
-      },
-      async body(accepted = ['json', 'cbor']) {
-        const { bytes, kind } = await readRaw(accepted);
-        return decodeBody(bytes, kind as 'json' | 'cbor', jsonDepth);
-      },
-      rawBody: readRaw,
-    };
+    const { ctx, bodyRead } = requestContext(req, res, matched.params, query, options);
     if (!matched.route.public) ctx.principal();
     try {
       return await handler(ctx);
     } finally {
       // A handler that refused before reading the body leaves it unread; drain it so keep-alive continues.
-      if (!bodyRead) req.resume();
+      if (!bodyRead()) req.resume();
     }
   }
 
