@@ -1,11 +1,11 @@
 import { EventEmitter } from 'node:events';
-import { ServiceError } from '../core/errors.js';
+import { ServiceError, isServiceError } from '../core/errors.js';
 import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
-import type { AssetTarget, StatePipeline } from '../ingest/ingest.js';
 import { isJsonObject, type JsonValue, memberIgnoringCase } from '../core/json.js';
+import { resolveAsset, type AssetTarget } from '../registry/targets.js';
 
 export interface AssetCommand {
   device: DeviceRecord;
@@ -44,6 +44,44 @@ export interface CommandEvent {
   delivered: Delivered;
 }
 
+/** Who sends a command and how it came: what the router needs besides the command itself. */
+export interface CommandOrigin {
+  principal: Principal;
+  /** The door or link it came through (`http`, `mqtt`, `upstream`): recorded with the command. */
+  via: string;
+  /**
+   * The topic of this broker it was published on, when it came as an MQTT publish. Such a sender
+   * has no answer to read a refusal from, so the router reports refusals on the device's errors
+   * topic (docs/architecture.md, "Ingest and commands").
+   */
+  publishedOn?: string;
+}
+
+export interface AssetCommandRequest extends CommandOrigin {
+  target: AssetTarget;
+  /** `{value, meta?}` (keys in any case). */
+  body: unknown;
+  /** The command's time when it was given elsewhere (a command from the upstream keeps the central's); else now. */
+  at?: number;
+}
+
+export interface DeviceCommandRequest extends CommandOrigin {
+  deviceId: string;
+  /** A map asset name → value, or `{values: {...}, meta?}`. */
+  body: unknown;
+  /** `meta` given beside the body (HTTP's `?meta=` query), for the map form. */
+  meta?: unknown;
+}
+
+/** A refused command whose sender can learn of it only on the device's errors topic. */
+export interface CommandRefusal {
+  deviceId: string;
+  topic: string;
+  code: string;
+  error: string;
+  at: number;
+}
+
 export interface CommandDelivery {
   at: string;
   delivered: Delivered;
@@ -80,20 +118,21 @@ function parseMeta(raw: unknown): Record<string, JsonValue> | null {
 }
 
 /**
- * The one road every command takes back down (HTTP, MQTT app publishes, later the upstream):
- * authorize → validate against the profile → record → hand to every sink.
+ * The one road every command takes back down (HTTP, MQTT app publishes, the upstream):
+ * authorize → validate against the profile → record → hand to every sink. Every refusal is thrown
+ * to the door, which maps it to its own answer; the router alone decides which are also reported
+ * (`refused`, published on `device/<id>/errors`): those of commands published on a topic of this
+ * broker, whose sender has no other way to hear of them.
  */
-export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
+export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refused: [CommandRefusal] }> {
   readonly #catalog: Catalog;
-  readonly #pipeline: StatePipeline;
   readonly #clock: Clock;
   readonly #sinks: CommandSink[] = [];
   commandsSent = 0;
 
-  constructor(catalog: Catalog, pipeline: StatePipeline, clock: Clock) {
+  constructor(catalog: Catalog, clock: Clock) {
     super();
     this.#catalog = catalog;
-    this.#pipeline = pipeline;
     this.#clock = clock;
   }
 
@@ -108,36 +147,61 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
     if (!check.ok) throw new ServiceError('PROFILE_MISMATCH', `asset "${asset.name}": ${check.error}`);
   }
 
+  sendAssetCommand(request: AssetCommandRequest): CommandDelivery {
+    try {
+      return this.#sendAssetCommand(request);
+    } catch (err) {
+      this.refuse(request, 'assetId' in request.target ? this.#catalog.assetById(request.target.assetId)?.deviceId : request.target.deviceId, err);
+      throw err;
+    }
+  }
+
+  sendDeviceCommand(request: DeviceCommandRequest): CommandDelivery {
+    try {
+      return this.#sendDeviceCommand(request);
+    } catch (err) {
+      this.refuse(request, request.deviceId, err);
+      throw err;
+    }
+  }
+
   /**
-   * Body `{value, meta?}` (keys in any case). `at` is the command's time when it was given
-   * elsewhere (a command from the upstream keeps the central's), else now.
+   * Reports a refused command where its sender can learn of it: on the device's errors topic when
+   * it was published on this broker (and the device exists); an answer carries it otherwise. Doors
+   * call it too for what they refuse before the router sees the command (a payload over the limit,
+   * JSON that does not parse).
    */
-  sendAssetCommand(principal: Principal, target: AssetTarget, body: unknown, source: string, at?: number): CommandDelivery {
+  refuse(origin: CommandOrigin, deviceId: string | undefined, err: unknown): void {
+    if (origin.publishedOn === undefined || !isServiceError(err) || !deviceId || !this.#catalog.device(deviceId)) return;
+    this.emit('refused', { deviceId, topic: origin.publishedOn, code: err.code, error: err.message, at: this.#clock.now() });
+  }
+
+  #sendAssetCommand({ principal, target, body, via, at }: AssetCommandRequest): CommandDelivery {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
-    const asset = this.#pipeline.resolveAsset(target);
+    const asset = resolveAsset(this.#catalog, target);
     if (!isJsonObject(body)) throw new ServiceError('INVALID_MESSAGE', 'command must be a JSON object {"value", "meta"?}');
     const value = memberIgnoringCase(body, 'value') as JsonValue;
     this.#checkActuator(asset, value);
     const meta = parseMeta(memberIgnoringCase(body, 'meta'));
     const device = this.#catalog.device(asset.deviceId)!;
     at ??= this.#clock.now();
-    this.#catalog.store.commands.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source });
+    this.#catalog.store.commands.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: AssetCommand = { device, asset, value, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
-    this.emit('command', { deviceId: device.id, values: { [asset.name]: value }, meta, at, source, delivered });
+    this.emit('command', { deviceId: device.id, values: { [asset.name]: value }, meta, at, source: via, delivered });
     return { at: new Date(at).toISOString(), delivered };
   }
 
-  /** Body: a map asset name → value, or `{values: {...}, meta?}`. All assets must be valid: one frame goes out. */
-  sendDeviceCommand(principal: Principal, deviceId: string, body: unknown, metaFromQuery: unknown, source: string): CommandDelivery {
+  /** All assets must be valid: one frame goes out. */
+  #sendDeviceCommand({ principal, deviceId, body, meta: metaBeside, via }: DeviceCommandRequest): CommandDelivery {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
     const device = this.#catalog.device(deviceId);
     if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
     if (!isJsonObject(body)) throw new ServiceError('INVALID_MESSAGE', 'device command must be a JSON object mapping asset names to values');
     const wrapped = memberIgnoringCase(body, 'values');
     const values = (isJsonObject(wrapped) ? wrapped : body) as Record<string, JsonValue>;
-    const meta = parseMeta(isJsonObject(wrapped) ? memberIgnoringCase(body, 'meta') : metaFromQuery);
+    const meta = parseMeta(isJsonObject(wrapped) ? memberIgnoringCase(body, 'meta') : metaBeside);
     const names = Object.keys(values);
     if (names.length === 0) throw new ServiceError('INVALID_MESSAGE', 'device command names no asset');
     const assets = names.map((name) => {
@@ -147,11 +211,11 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent] }> {
       return asset;
     });
     const at = this.#clock.now();
-    this.#catalog.store.commands.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source });
+    this.#catalog.store.commands.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: DeviceCommand = { device, values, assets, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;
-    this.emit('command', { deviceId: device.id, values, meta, at, source, delivered });
+    this.emit('command', { deviceId: device.id, values, meta, at, source: via, delivered });
     return { at: new Date(at).toISOString(), delivered };
   }
 }

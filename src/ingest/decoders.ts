@@ -1,13 +1,14 @@
 import { ServiceError } from '../core/errors.js';
 import type { DeviceRecord } from '../core/model.js';
+import type { CachedAsset } from '../store/catalog.js';
 import { decodeCborDeviceState } from '../codec/index.js';
 import type { DecodeResult } from '../codec/types.js';
 import { looksLikeJsonObject, statesFromJsonBytes } from '../codec/json-state.js';
+import { decodeCborBody } from '../codec/cbor.js';
 import { BUILTIN_CBOR_VERSION, type DeviceCodecs } from '../device-codecs/device-codecs.js';
-import { type StateInput } from '../ingest/messages.js';
-import { DEFAULT_JSON_DEPTH } from '../core/json.js';
-
-export type BodyKind = 'json' | 'cbor' | 'binary';
+import { parseMqttAssetState, stateFromMessage, type StateInput } from '../ingest/messages.js';
+import { DEFAULT_JSON_DEPTH, parseJson } from '../core/json.js';
+import type { Uplink } from '../ingest/uplinks.js';
 
 /** Bytes a device sent, as any door (HTTP, MQTT, a radio) received them, before any codec. */
 export interface RawUplink {
@@ -68,31 +69,65 @@ function failureOf(result: DecodeResult, where: string, code: 'INVALID_CBOR' | '
 }
 
 /**
- * Turns device state bytes into states by asset name. Over HTTP the Content-Type says the kind;
- * over MQTT the device's `payloadFormat` does (`auto`: a JSON object if it parses as one, else CBOR);
- * a radio door always hands over raw bytes with a port. JSON is parsed here, asset by asset, so each
- * bad member is refused by name; everything binary goes through the codec layer, and its raw bytes
- * are kept whatever the codec makes of them.
+ * Turns an uplink's payload into states by asset name, choosing by the envelope's format hint
+ * (docs/architecture.md, "Ingest and commands"):
+ * - `json` / `cbor`: a device state in that form, as the sender declared it (HTTP Content-Type);
+ * - `device`: the device decides. A payload that came with a transport port (a radio frame) goes
+ *   to the device's codec when it has one, because radio codecs read the port; otherwise the
+ *   device's `payloadFormat` does (`auto`: a JSON object if it parses as one, else CBOR; `abcl`
+ *   and `js`: the codec);
+ * - `codec`: the device's codec, or the door's own (a serial modem's raw codec) when it names one.
+ * One asset's state (`asset`) is read as an API body (`json`, `cbor`: `{value, at?}`) or in MQTT's
+ * text forms (`text`: also a bare value or the legacy `<seconds>|<value>`, converted by the asset's
+ * profile type). JSON is parsed asset by asset, so each bad member is refused by name; everything
+ * binary goes through the codec layer, and its raw bytes are kept whatever the codec makes of them.
  */
 export class DeviceStateDecoder {
-  readonly #codecs: DeviceCodecs;
+  readonly #codecs: DeviceCodecs | undefined;
   readonly #jsonDepth: number;
 
-  constructor(codecs: DeviceCodecs, limits: { jsonDepth: number } = { jsonDepth: DEFAULT_JSON_DEPTH }) {
+  /** Without `codecs` only the built-in formats decode (binary uplinks for a codec are refused). */
+  constructor(codecs: DeviceCodecs | undefined, limits: { jsonDepth: number } = { jsonDepth: DEFAULT_JSON_DEPTH }) {
     this.#codecs = codecs;
     this.#jsonDepth = limits.jsonDepth;
   }
 
-  /**
-   * The door-neutral path for raw bytes: the door's codec when it names one, else the device's
-   * codec (fPort reaches it) or, without one, nothing but the kept bytes and a DECODE_FAILED refusal.
-   */
-  decodeUplink(device: DeviceRecord, raw: RawUplink, where = 'uplink', doorDecoder?: UplinkDecoder): DecodedMessage {
-    // A door that configures its own codec for these bytes (a serial modem's raw codec) passes it.
-    if (doorDecoder) return this.#outcome(raw, doorDecoder.version, null, doorDecoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
-    const codec = this.#codecs.get(device);
+  /** `asset`: the asset an asset-state payload names (the pipeline found it first). */
+  decode(device: DeviceRecord, uplink: Uplink, receivedAt: number, asset?: CachedAsset): DecodedMessage {
+    const payload = uplink.payload;
+    const where = uplink.label;
+    if ('states' in payload) return { states: payload.states };
+    if ('asset' in payload) return { states: { [payload.asset]: this.#assetState(payload.bytes, payload.form, asset, where) } };
+    const raw: RawUplink = { deviceId: device.id, payload: payload.bytes, source: uplink.via, receivedAt };
+    if (uplink.fPort !== undefined) raw.fPort = uplink.fPort;
+    switch (payload.format) {
+      case 'json':
+        return { states: statesFromJsonBytes(payload.bytes, where, this.#jsonDepth) };
+      case 'cbor':
+        return this.#outcome(raw, BUILTIN_CBOR_VERSION, 'cbor', decodeCborDeviceState(payload.bytes), where, 'INVALID_CBOR');
+      case 'codec':
+        if (payload.decoder) return this.#outcome(raw, payload.decoder.version, null, payload.decoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
+        return this.#byCodec(device, raw, where);
+      case 'device':
+        return this.#byDevice(device, raw, where);
+    }
+  }
+
+  #byDevice(device: DeviceRecord, raw: RawUplink, where: string): DecodedMessage {
+    if (raw.fPort !== undefined && this.#codecs?.get(device)) return this.#byCodec(device, raw, where);
+    const format = device.payloadFormat;
+    const bytes = raw.payload;
+    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return { states: statesFromJsonBytes(bytes, where, this.#jsonDepth) };
+    // Not declared by the door: the device's format chose CBOR, so a later codec may re-decode it.
+    if (format === 'auto' || format === 'cbor') return this.#outcome(raw, BUILTIN_CBOR_VERSION, null, decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
+    return this.#byCodec(device, raw, where);
+  }
+
+  /** The device's codec (fPort reaches it); without one, nothing but the kept bytes and a DECODE_FAILED refusal. */
+  #byCodec(device: DeviceRecord, raw: RawUplink, where: string): DecodedMessage {
+    const codec = this.#codecs?.get(device);
     if (!codec) {
-      const failed = this.#codecs.failure(device);
+      const failed = this.#codecs?.failure(device);
       const error = failed
         ? `device ${device.id}'s stored codec settings do not load (${failed}); set them again with PUT /device/${device.id}/codec`
         : `device ${device.id} has no custom binary codec configured (set one with PUT /device/${device.id}/codec)`;
@@ -102,28 +137,16 @@ export class DeviceStateDecoder {
         failure: new ServiceError('DECODE_FAILED', `${where}: ${error}`),
       };
     }
-    const decoder = currentUplinkDecoder(this.#codecs, device);
+    const decoder = currentUplinkDecoder(this.#codecs!, device);
     return this.#outcome(raw, decoder.version, null, decoder.decode(raw.payload, raw), where, 'DECODE_FAILED');
   }
 
-  /** By the request's declared kind (HTTP). */
-  decode(device: DeviceRecord, bytes: Uint8Array, kind: BodyKind, where: string, source: string, receivedAt: number): DecodedMessage {
-    if (kind === 'json') return { states: statesFromJsonBytes(bytes, where, this.#jsonDepth) };
-    const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };
-    if (kind === 'cbor') return this.#outcome(raw, BUILTIN_CBOR_VERSION, 'cbor', decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
-    return this.decodeUplink(device, raw, where);
-  }
-
-  /** By the device's payload format (MQTT). */
-  decodeByDeviceFormat(device: DeviceRecord, bytes: Uint8Array, where: string, source: string, receivedAt: number): DecodedMessage {
-    const format = device.payloadFormat;
-    if (format === 'json' || (format === 'auto' && looksLikeJsonObject(bytes))) return { states: statesFromJsonBytes(bytes, where, this.#jsonDepth) };
-    if (format === 'auto' || format === 'cbor') {
-      // Not declared by the door: the device's format chose CBOR, so a later codec may re-decode it.
-      const raw: RawUplink = { deviceId: device.id, payload: bytes, source, receivedAt };
-      return this.#outcome(raw, BUILTIN_CBOR_VERSION, null, decodeCborDeviceState(bytes), where, 'INVALID_CBOR');
-    }
-    return this.decodeUplink(device, { deviceId: device.id, payload: bytes, source, receivedAt }, where);
+  #assetState(bytes: Uint8Array, form: 'json' | 'cbor' | 'text', asset: CachedAsset | undefined, where: string): StateInput {
+    const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (form === 'text') return parseMqttAssetState(buffer, asset?.profile.type, where, this.#jsonDepth);
+    // An API body: `value` is required; an empty body is a body without it.
+    const message = bytes.length === 0 ? undefined : form === 'cbor' ? decodeCborBody(bytes, where) : parseJson(buffer.toString('utf8'), where, this.#jsonDepth);
+    return stateFromMessage(message, false, where);
   }
 
   #outcome(raw: RawUplink, codec: string, declaredFormat: string | null, result: DecodeResult, where: string, code: 'INVALID_CBOR' | 'DECODE_FAILED'): DecodedMessage {

@@ -1,26 +1,26 @@
 import { EventEmitter } from 'node:events';
 import { ServiceError, isServiceError } from '../core/errors.js';
-import { canPublishState, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
 import type { StoredState } from '../store/states.js';
 import type { AlongsideWrite, StateWriter } from '../ingest/state-writer.js';
-import type { DecodedMessage, KeptUplink } from '../ingest/decoders.js';
+import { DeviceStateDecoder, type DecodedMessage, type KeptUplink } from '../ingest/decoders.js';
+import type { Uplink } from '../ingest/uplinks.js';
 import { resolveAt, valueProblem, type StateInput } from '../ingest/messages.js';
 import { DEFAULT_JSON_DEPTH, type JsonValue } from '../core/json.js';
 
-/** A stored state, announced after its commit: the MQTT feed, echo and (later) the outbox listen here. */
+/** A stored state, announced after its commit: the MQTT feed and echo, the console and retention listen here. */
 export interface StateEvent {
   device: DeviceRecord;
   asset: CachedAsset;
   value: JsonValue;
   valueJson: string;
   at: number;
-  /** The exact bytes of an asset state publish, for `device/<id>/asset/<name>/state` subscribers. */
-  echo?: Buffer | string;
-  /** `at` as the message gave it (absent when it had none), for echoing a device state's part. */
-  inputAt?: unknown;
+  /** `at` as the message gave it (absent when it had none): what an echo of the message repeats. */
+  givenAt?: unknown;
+  /** The uplink's `reply`: the door's own data, opaque to everyone else (the MQTT echo's exact bytes). */
+  reply?: unknown;
   source: string;
   /** A re-decode corrected the latest state: a feed message, but nothing the device sent (no echo). */
   correction?: boolean;
@@ -52,84 +52,56 @@ export interface AssetRefusal {
   error: string;
 }
 
-export type AssetTarget = { deviceId: string; assetName: string } | { assetId: string };
-
-export interface AssetStateRequest {
-  principal: Principal;
-  target: AssetTarget;
-  /**
-   * The door's parser; it gets the asset because the legacy MQTT form converts by profile type,
-   * and the input limits so JSON is refused at parse time beyond `limits.jsonDepth`.
-   */
-  parse: (asset: CachedAsset, limits: InputLimits) => StateInput;
-  /** Exact payload for the echo topic; defaults to the parsed state as JSON. */
-  echo?: Buffer | string;
-  source: string;
-  topic: string;
-}
-
 /** Limits on what a message may contain, from the `limits` configuration. */
 export interface InputLimits {
   /** Deepest nesting of arrays and objects in a message (`limits.jsonDepth`). */
   jsonDepth: number;
 }
 
-export interface DeviceStateRequest {
-  /** Absent when the door authenticated the device itself (a radio frame's MIC). */
-  principal?: Principal;
-  deviceId: string;
-  /**
-   * Turns the message into states by asset name (JSON, CBOR or the device's codec), with the raw
-   * uplink to keep; `receivedAt` is the time states without their own `at` get.
-   */
-  decode: (device: DeviceRecord, receivedAt: number) => DecodedMessage;
-  source: string;
-  topic: string;
-  /** When the door received it (defaults to now). */
-  receivedAt?: number;
-  /** The door's own writes that must commit with this message (a radio session's frame counters). */
-  alongside?: AlongsideWrite;
+export interface PipelineOptions extends Partial<InputLimits> {
+  /** Reads payloads by their format hint; without one, built-in formats only (no device codecs). */
+  decoder?: DeviceStateDecoder;
 }
 
-export interface DeviceStateOutcome {
-  states: Record<string, { value: JsonValue; at: number }>;
+/** One stored state of an uplink, as the door answers it. */
+export interface AcceptedState {
+  assetId: string;
+  value: JsonValue;
+  at: number;
+}
+
+export interface IngestOutcome {
+  /** By asset name. */
+  states: Record<string, AcceptedState>;
   refused: AssetRefusal[];
 }
 
 type PipelineEvents = { state: [StateEvent]; refused: [RefusalEvent] };
 
 /**
- * The one road every state takes: resolve → authorize → parse → validate → store (group commit)
- * → announce. Doors (HTTP, MQTT, radio) only turn their bytes into these requests.
+ * The one road every uplink takes, whatever door it came through (docs/architecture.md, "Ingest
+ * and commands"): decode (the device's codec, by the uplink's format hint) → validate each asset
+ * → store the raw bytes, the states and the door's own writes in one group commit → announce.
+ * Doors authenticate and authorize before; they only turn their bytes into an `Uplink`.
  */
 export class StatePipeline extends EventEmitter<PipelineEvents> {
   readonly #catalog: Catalog;
   readonly #writer: StateWriter;
   readonly #clock: Clock;
+  readonly #decoder: DeviceStateDecoder;
   readonly limits: InputLimits;
   statesAccepted = 0;
   statesRefused = 0;
   /** States a gateway sent again that were already held (central role). */
   duplicates = 0;
 
-  constructor(catalog: Catalog, writer: StateWriter, clock: Clock, limits: InputLimits = { jsonDepth: DEFAULT_JSON_DEPTH }) {
+  constructor(catalog: Catalog, writer: StateWriter, clock: Clock, options: PipelineOptions = {}) {
     super();
     this.#catalog = catalog;
     this.#writer = writer;
     this.#clock = clock;
-    this.limits = limits;
-  }
-
-  resolveAsset(target: AssetTarget): CachedAsset {
-    if ('assetId' in target) {
-      const asset = this.#catalog.assetById(target.assetId);
-      if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset ${target.assetId} not found`);
-      return asset;
-    }
-    if (!this.#catalog.device(target.deviceId)) throw new ServiceError('DEVICE_NOT_FOUND', `device ${target.deviceId} not found`);
-    const asset = this.#catalog.assetByName(target.deviceId, target.assetName);
-    if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${target.assetName}" not found on device ${target.deviceId}`);
-    return asset;
+    this.limits = { jsonDepth: options.jsonDepth ?? DEFAULT_JSON_DEPTH };
+    this.#decoder = options.decoder ?? new DeviceStateDecoder(undefined, this.limits);
   }
 
   /** Reports on the device's errors topic; `counted: false` for codec warnings, which refuse nothing. */
@@ -146,93 +118,78 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     this.emit('refused', { deviceId, topic, at: this.#clock.now(), ...summarizeRefusals(refused) });
   }
 
-  async publishAssetState(req: AssetStateRequest): Promise<StateEvent> {
-    const receivedAt = this.#clock.now();
-    let asset: CachedAsset;
-    try {
-      asset = this.resolveAsset(req.target);
-    } catch (err) {
-      // An unknown asset name on the publisher's own device is bad input like any other: report it.
-      const target = req.target;
-      if (isServiceError(err) && err.code === 'ASSET_NOT_FOUND' && 'deviceId' in target && canPublishState(req.principal, target.deviceId)) {
-        this.reportRefusal(target.deviceId, req.topic, err);
-      }
-      throw err;
-    }
-    if (!canPublishState(req.principal, asset.deviceId)) {
-      throw new ServiceError('FORBIDDEN', `this token may not publish states of device ${asset.deviceId}`);
-    }
-    const device = this.#catalog.device(asset.deviceId)!;
-    let event: StateEvent;
-    try {
-      const input = req.parse(asset, this.limits);
-      event = this.#prepare(device, asset, input, receivedAt, req.source, `asset "${asset.name}"`);
-      if (req.echo !== undefined) event.echo = req.echo;
-    } catch (err) {
-      if (isServiceError(err)) this.reportRefusal(device.id, req.topic, err);
-      throw err;
-    }
-    // A gateway re-sends what was in flight when its link broke: a state this asset already holds
-    // (same `at` and value) is acknowledged but stored and announced only once (docs/sync.md).
-    const stored: StoredState = { assetId: asset.id, at: event.at, valueJson: event.valueJson, receivedAt, dedupe: req.principal.kind === 'gateway' };
-    await this.#writer.write([stored]);
-    if (stored.duplicate) this.duplicates++;
-    else this.#announce(event);
-    return event;
-  }
-
-  /** Each asset is validated on its own: valid ones are stored, the others reported by name (docs/api.md, "Device states"). */
-  async publishDeviceState(req: DeviceStateRequest): Promise<DeviceStateOutcome> {
-    const receivedAt = req.receivedAt ?? this.#clock.now();
-    const device = this.#catalog.device(req.deviceId);
-    if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${req.deviceId} not found`);
-    if (req.principal && !canPublishState(req.principal, device.id)) {
-      throw new ServiceError('FORBIDDEN', `this token may not publish states of device ${device.id}`);
-    }
-    let message: DecodedMessage;
-    try {
-      message = req.decode(device, receivedAt);
-    } catch (err) {
-      if (isServiceError(err)) this.reportRefusal(device.id, req.topic, err);
-      if (req.alongside) await this.#writer.write([], req.alongside);
-      throw err;
-    }
-    if (message.failure) {
-      this.reportRefusal(device.id, req.topic, message.failure);
-      // Undecodable bytes are kept all the same (a later codec may read them); the refusal is
-      // answered only once they are committed.
-      if (message.uplink || req.alongside) await this.#writer.write([], this.#alongside(message.uplink, [], req.alongside));
-      throw message.failure;
-    }
-    for (const warning of message.warnings ?? []) {
-      this.reportRefusal(device.id, req.topic, { asset: '', code: 'DECODE_WARNING', error: warning }, false);
-    }
-    const inputs = message.states;
+  /**
+   * Stores what the uplink holds. Each asset is validated on its own: valid ones are stored, the
+   * others reported by name and returned in `refused` (docs/api.md, "Device states"). A message that
+   * cannot be read at all is reported and thrown; so is the refusal of a one-asset state, which is
+   * the whole message. Settles after the commit.
+   */
+  async ingest(uplink: Uplink): Promise<IngestOutcome> {
+    const receivedAt = uplink.receivedAt ?? this.#clock.now();
+    const device = this.#catalog.device(uplink.deviceId);
+    if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${uplink.deviceId} not found`);
+    const message = await this.#decode(device, uplink, receivedAt);
     const events: StateEvent[] = [];
     const refused: AssetRefusal[] = [];
-    for (const [name, input] of Object.entries(inputs)) {
+    let firstRefusal: ServiceError | undefined;
+    for (const [name, input] of Object.entries(message.states)) {
       try {
         const asset = this.#catalog.assetByName(device.id, name);
         if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${name}" not found on device ${device.id}`);
-        events.push(this.#prepare(device, asset, input, receivedAt, req.source, `asset "${name}"`));
+        events.push(this.#prepare(device, asset, input, receivedAt, uplink, `asset "${name}"`));
       } catch (err) {
         // One asset that cannot be handled, for whatever reason, never sinks the others of the message.
-        refused.push(
-          isServiceError(err)
-            ? { asset: name, code: err.code, error: err.message }
-            : { asset: name, code: 'INTERNAL', error: `asset "${name}": could not be processed (${(err as Error)?.message ?? String(err)})` },
-        );
+        const refusal = isServiceError(err)
+          ? err
+          : new ServiceError('INTERNAL', `asset "${name}": could not be processed (${(err as Error)?.message ?? String(err)})`);
+        firstRefusal ??= refusal;
+        refused.push({ asset: name, code: refusal.code, error: refusal.message });
       }
     }
-    this.reportAssetRefusals(device.id, req.topic, refused);
-    const stored: StoredState[] = events.map((e) => ({ assetId: e.asset.id, at: e.at, valueJson: e.valueJson, receivedAt }));
-    if (stored.length > 0 || message.uplink || req.alongside) await this.#writer.write(stored, this.#alongside(message.uplink, stored, req.alongside));
-    const states: DeviceStateOutcome['states'] = {};
-    for (const event of events) {
-      this.#announce(event);
-      states[event.asset.name] = { value: event.value, at: event.at };
+    this.reportAssetRefusals(device.id, uplink.topic, refused);
+    const stored: StoredState[] = events.map((e) => ({ assetId: e.asset.id, at: e.at, valueJson: e.valueJson, receivedAt, dedupe: uplink.resent }));
+    if (stored.length > 0 || message.uplink || uplink.alongside) await this.#writer.write(stored, this.#alongside(message.uplink, stored, uplink.alongside));
+    const states: IngestOutcome['states'] = {};
+    for (const [i, event] of events.entries()) {
+      if (stored[i]!.duplicate) this.duplicates++;
+      else this.#announce(event);
+      states[event.asset.name] = { assetId: event.asset.id, value: event.value, at: event.at };
     }
+    if (firstRefusal && 'asset' in uplink.payload) throw firstRefusal;
     return { states, refused };
+  }
+
+  /**
+   * Decodes, or reports and throws why the message cannot be read. Undecodable bytes are kept all
+   * the same (a later codec may read them) and the door's own writes still commit: the refusal is
+   * thrown only once they are.
+   */
+  async #decode(device: DeviceRecord, uplink: Uplink, receivedAt: number): Promise<DecodedMessage> {
+    let message: DecodedMessage;
+    try {
+      const payload = uplink.payload;
+      let asset: CachedAsset | undefined;
+      if ('asset' in payload) {
+        // Before the payload is read: the asset's profile may decide how (MQTT's legacy form).
+        asset = this.#catalog.assetByName(device.id, payload.asset);
+        if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${payload.asset}" not found on device ${device.id}`);
+      }
+      message = this.#decoder.decode(device, uplink, receivedAt, asset);
+    } catch (err) {
+      if (isServiceError(err)) this.reportRefusal(device.id, uplink.topic, err);
+      if (uplink.alongside) await this.#writer.write([], uplink.alongside);
+      throw err;
+    }
+    if (message.failure) {
+      this.reportRefusal(device.id, uplink.topic, message.failure);
+      if (message.uplink || uplink.alongside) await this.#writer.write([], this.#alongside(message.uplink, [], uplink.alongside));
+      throw message.failure;
+    }
+    // A codec's warnings are reported like refusals (the device's errors topic), but refuse nothing.
+    for (const warning of message.warnings ?? []) {
+      this.reportRefusal(device.id, uplink.topic, { asset: '', code: 'DECODE_WARNING', error: warning }, false);
+    }
+    return message;
   }
 
   /** Inserts the raw uplink in the batch's transaction and points its states at it (provenance). */
@@ -260,7 +217,7 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     };
   }
 
-  #prepare(device: DeviceRecord, asset: CachedAsset, input: StateInput, receivedAt: number, source: string, where: string): StateEvent {
+  #prepare(device: DeviceRecord, asset: CachedAsset, input: StateInput, receivedAt: number, uplink: Uplink, where: string): StateEvent {
     if (input.value === undefined) throw new ServiceError('INVALID_MESSAGE', `${where}: member "value" is required`);
     const at = resolveAt(input.at, receivedAt, where);
     const problem = valueProblem(input.value, this.limits.jsonDepth);
@@ -268,7 +225,10 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
     const check = asset.check(input.value);
     if (!check.ok) throw new ServiceError(check.code ?? 'PROFILE_MISMATCH', `${where}: ${check.error}`);
     const valueJson = JSON.stringify(input.value);
-    return { device, asset, value: input.value, valueJson, at, inputAt: input.at ?? undefined, source };
+    const event: StateEvent = { device, asset, value: input.value, valueJson, at, source: uplink.via };
+    if (input.at !== undefined && input.at !== null) event.givenAt = input.at;
+    if (uplink.reply !== undefined) event.reply = uplink.reply;
+    return event;
   }
 
   /** A re-decode changed an asset's latest state: listeners (the MQTT feed) see the corrected value once. */
@@ -300,8 +260,9 @@ export function summarizeRefusals(refused: AssetRefusal[]): Pick<RefusalEvent, '
 
 /** The state echo payload: exact bytes when the door kept them, else the asset's part as `{value, at?}` (docs/mqtt.md). */
 export function echoPayload(event: StateEvent): Buffer | string {
-  if (event.echo !== undefined) return event.echo;
-  return JSON.stringify(event.inputAt === undefined ? { value: event.value } : { value: event.value, at: event.inputAt });
+  const exact = event.reply;
+  if (Buffer.isBuffer(exact) || typeof exact === 'string') return exact;
+  return JSON.stringify(event.givenAt === undefined ? { value: event.value } : { value: event.value, at: event.givenAt });
 }
 
 /** The feed message: formatted by the service, `at` always set (docs/mqtt.md). */

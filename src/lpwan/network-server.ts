@@ -9,8 +9,6 @@ import type { LastUplink, LorawanDeviceStore } from '../store/lorawan-devices.js
 import type { DownlinkRecord } from '../store/downlink-queue.js';
 import type { StatePipeline } from '../ingest/ingest.js';
 import type { DeviceEvents } from '../ingest/device-events.js';
-import type { DeviceStateDecoder } from '../ingest/decoders.js';
-import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import type { RadioFrame, RadioSource } from './radio.js';
 import { cryptFrmPayload, deriveSessionKeys, Direction } from './lorawan/crypto.js';
 import { buildDataDownlink, buildJoinAccept, dataMicValid, joinRequestMicValid, onAirBytes, parseUplink, printedHex, type DataUplink, type JoinRequest } from './lorawan/phy.js';
@@ -46,8 +44,6 @@ export interface NetworkServerDeps {
   queue: DownlinkQueue;
   catalog: Catalog;
   pipeline: StatePipeline;
-  codecs: DeviceCodecs;
-  decoders: DeviceStateDecoder;
   events: DeviceEvents;
   clock: Clock;
   logger: Logger;
@@ -273,24 +269,19 @@ export class NetworkServer {
     const topic = `${frame.source} fPort ${up.fPort ?? '-'}`;
     try {
       if (!this.#d.catalog.device(device.deviceId)) return;
-      if (application) {
-        // The payload takes the same road as any door's bytes: raw bytes kept, states and these
-        // counters in one transaction.
-        const raw = { deviceId: device.deviceId, payload: plain, fPort: up.fPort, source: frame.source, receivedAt: frame.receivedAt };
-        await this.#d.pipeline.publishDeviceState({
-          deviceId: device.deviceId,
-          source: frame.source,
-          topic,
-          receivedAt: frame.receivedAt,
-          alongside,
-          // The device's codec gets the FPort; a device without one decodes by its payload format (CBOR by default).
-          decode: (record) =>
-            this.#d.codecs.get(record) ? this.#d.decoders.decodeUplink(record, raw) : this.#d.decoders.decodeByDeviceFormat(record, plain, 'uplink', frame.source, frame.receivedAt),
-        });
-      } else {
-        // FPort 0 (MAC commands) or no payload: nothing for the codec, but the counters still commit.
-        await this.#d.pipeline.publishDeviceState({ deviceId: device.deviceId, source: frame.source, topic, receivedAt: frame.receivedAt, alongside, decode: () => ({ states: {} }) });
-      }
+      // The payload takes the same road as any door's bytes: decoded as the device says (its codec
+      // gets the FPort), raw bytes kept, states and these counters in one transaction. FPort 0 (MAC
+      // commands) or no payload: nothing for the codec, but the counters still commit.
+      await this.#d.pipeline.ingest({
+        deviceId: device.deviceId,
+        via: frame.source,
+        payload: application ? { bytes: plain, format: 'device' } : { states: {} },
+        label: 'uplink',
+        topic,
+        fPort: up.fPort,
+        receivedAt: frame.receivedAt,
+        alongside,
+      });
     } catch (err) {
       if (isServiceError(err) && (err.code === 'DECODE_FAILED' || err.code === 'INVALID_CBOR')) {
         this.#refuse('codec');

@@ -7,7 +7,6 @@ import type { Store } from '../store/store.js';
 import type { DownlinkQueueStore } from '../store/downlink-queue.js';
 import type { StatePipeline } from '../ingest/ingest.js';
 import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
-import type { DeviceStateDecoder } from '../ingest/decoders.js';
 import type { DeviceEvents } from '../ingest/device-events.js';
 import type { RadioSource } from './radio.js';
 import { regionByName } from './lorawan/regions.js';
@@ -26,7 +25,8 @@ export interface RadioServiceDeps {
   catalog: Catalog;
   pipeline: StatePipeline;
   codecs: DeviceCodecs;
-  decoders: DeviceStateDecoder;
+  /** Not used: uplinks are decoded by the pipeline (its own decoder); accepted so older callers still type-check. */
+  decoders?: unknown;
   events: DeviceEvents;
   clock: Clock;
   logger: Logger;
@@ -72,8 +72,6 @@ export class RadioService implements Door {
       queue: this.queue,
       catalog: deps.catalog,
       pipeline: deps.pipeline,
-      codecs: deps.codecs,
-      decoders: deps.decoders,
       events: deps.events,
       clock,
       logger: deps.logger,

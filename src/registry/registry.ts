@@ -6,6 +6,7 @@ import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../core/model.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
+import { setDeviceCodec, type DeviceCodecs } from '../device-codecs/device-codecs.js';
 
 function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
   const v = memberIgnoringCase(body, key);
@@ -214,6 +215,16 @@ export class Registry extends EventEmitter<RegistryEvents> {
     }
     this.#catalog.invalidate();
     this.emit('tokenRevoked', id);
+  }
+
+  /**
+   * New codec settings for a device (compiled first: a bad one leaves the old active). The cached
+   * device record holds its payload format, so the catalog forgets it, as after every write here.
+   */
+  async setDeviceCodec(codecs: DeviceCodecs, device: DeviceRecord, body: unknown): Promise<Awaited<ReturnType<typeof setDeviceCodec>>> {
+    const result = await setDeviceCodec(this.#store, codecs, this.#clock, device, body);
+    this.#catalog.invalidate();
+    return result;
   }
 
   rotateDeviceToken(deviceId: string): { tokenId: string; token: string } {

@@ -61,12 +61,12 @@ export class Core {
     this.catalog = new Catalog(store);
     const commitSeconds = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(store, { onCommit: (_n, micros) => commitSeconds.observe(micros / 1e6) });
-    this.pipeline = new StatePipeline(this.catalog, this.writer, clock, { jsonDepth: config.limits.jsonDepth });
-    this.registry = new Registry(this.catalog, clock, config.limits);
-    this.commands = new CommandRouter(this.catalog, this.pipeline, clock);
-    this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
+    this.pipeline = new StatePipeline(this.catalog, this.writer, clock, { jsonDepth: config.limits.jsonDepth, decoder: this.decoders });
+    this.registry = new Registry(this.catalog, clock, config.limits);
+    this.commands = new CommandRouter(this.catalog, clock);
+    this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.redecode = new RedecodeRunner({
       store,
       catalog: this.catalog,

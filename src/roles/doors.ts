@@ -46,7 +46,7 @@ export async function upstreamDoor(core: Core): Promise<Door | undefined> {
  */
 export function radioService(core: Core): RadioService {
   const { config, catalog, registry } = core;
-  const radio = new RadioService({ config, store: core.store, catalog, pipeline: core.pipeline, codecs: core.codecs, decoders: core.decoders, events: core.events, clock: core.clock, logger: core.logger, metrics: core.metrics });
+  const radio = new RadioService({ config, store: core.store, catalog, pipeline: core.pipeline, codecs: core.codecs, events: core.events, clock: core.clock, logger: core.logger, metrics: core.metrics });
   core.commands.addSink(radio.sink);
   core.statusSections.set('radio', () => radio.health());
   registry.on('deviceDeleted', (deviceId: string) => radio.deviceDeleted(deviceId));
@@ -63,7 +63,7 @@ export async function serialDoor(core: Core, radio: RadioService): Promise<Door 
   const modems = core.config.radio?.serial ?? [];
   if (modems.length === 0) return undefined;
   const { SerialModems } = await import('../lpwan/serial/serial-modems.js');
-  const serial = new SerialModems({ modems, catalog: core.catalog, pipeline: core.pipeline, decoders: core.decoders, codecs: core.codecs, clock: core.clock, logger: core.logger, metrics: core.metrics });
+  const serial = new SerialModems({ modems, catalog: core.catalog, pipeline: core.pipeline, codecs: core.codecs, clock: core.clock, logger: core.logger, metrics: core.metrics });
   await serial.prepare();
   core.statusSections.set('radio', () => ({ ...radio.health(), serial: serial.health() }));
   // Modems feed the network server too: frames that are LoRaWAN for a known device take that
@@ -92,7 +92,6 @@ export async function mqttDoor(core: Core, gateways?: GatewayHub): Promise<Door 
     pipeline: core.pipeline,
     registry: core.registry,
     commands: core.commands,
-    decoders: core.decoders,
     events: core.events,
     rateLimiter: core.rateLimiter,
     metrics: core.metrics,
@@ -126,7 +125,6 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
     registry: core.registry,
     pipeline: core.pipeline,
     commands: core.commands,
-    decoders: core.decoders,
     codecs: core.codecs,
     redecode: core.redecode,
     lorawan: extras.radio.provisioning,

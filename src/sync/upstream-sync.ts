@@ -260,7 +260,8 @@ export class UpstreamSync {
       const atText = memberIgnoringCase(message as Record<string, unknown>, 'at');
       const at = (typeof atText === 'string' ? parseTimestamp(atText) : undefined) ?? clock.now();
       this.commandsReceived++;
-      const delivery = commands.sendAssetCommand(UPSTREAM, { deviceId, assetName }, { value: memberIgnoringCase(message as Record<string, unknown>, 'value'), meta: memberIgnoringCase(message as Record<string, unknown>, 'meta') }, 'upstream', at);
+      const command = { value: memberIgnoringCase(message as Record<string, unknown>, 'value'), meta: memberIgnoringCase(message as Record<string, unknown>, 'meta') };
+      const delivery = commands.sendAssetCommand({ principal: UPSTREAM, via: 'upstream', target: { deviceId, assetName }, body: command, at });
       logger.debug({ deviceId, assetName, delivered: delivery.delivered }, 'upstream command delivered');
     } catch (err) {
       if (isServiceError(err)) logger.warn({ deviceId, assetName, code: err.code, error: err.message }, 'upstream command refused');

@@ -13,9 +13,6 @@ import { createLogger } from '../../src/ops/logger.js';
 import { isServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/access.js';
 import type { DeviceRecord } from '../../src/core/model.js';
-import { decodeBody } from '../../src/doors/http/body.js';
-import { parseMqttAssetState, stateFromMessage } from '../../src/ingest/messages.js';
-import { setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import { ROOT } from '../helpers/daemon.js';
 import { Rng, mutateBytes, mutateText, randomCbor, randomCborDeviceState, randomString, randomValue, toJsonText } from './generators.js';
 
@@ -155,7 +152,7 @@ export async function createHarness(): Promise<FuzzHarness> {
   // The parsers are under test, not the disk: no fsync per commit.
   config.store.synchronous = 'normal';
   const core = Core.open(config, createLogger('silent'), systemClock);
-  const { registry, pipeline, decoders, catalog, store, codecs, clock } = core;
+  const { registry, pipeline, catalog, store, codecs } = core;
 
   const makeDevice = (name: string): { device: DeviceRecord; principal: Principal } => {
     const { device, token } = registry.createDevice({ name });
@@ -168,20 +165,15 @@ export async function createHarness(): Promise<FuzzHarness> {
   const scratch = makeDevice('scratch');
   // Codec devices get the assets their codec names too.
   for (const name of ['temperature', 'humidity', 'battery', 'count', 'open']) registry.createAsset(abcl.device.id, { name, is: 'sensor', profile: { type: 'number' } });
-  await setDeviceCodec(store, codecs, clock, abcl.device, { uplink: { format: 'abcl', file: 'environment-sensor.abcl.json' } });
-  await setDeviceCodec(store, codecs, clock, js.device, { uplink: { format: 'js', script: JS_SCRIPTS[2] } });
-  catalog.invalidate();
+  await registry.setDeviceCodec(codecs, abcl.device, { uplink: { format: 'abcl', file: 'environment-sensor.abcl.json' } });
+  await registry.setDeviceCodec(codecs, js.device, { uplink: { format: 'js', script: JS_SCRIPTS[2] } });
   const assetNames = FUZZ_ASSETS.map((a) => a.name);
   const device = (d: { device: DeviceRecord }) => catalog.device(d.device.id)!;
 
   const deviceState = (who: { device: DeviceRecord; principal: Principal }, bytes: Uint8Array, kind: 'json' | 'cbor' | 'binary') =>
-    pipeline.publishDeviceState({
-      principal: who.principal,
-      deviceId: who.device.id,
-      decode: (d, receivedAt) => decoders.decode(d, bytes, kind, 'body', 'fuzz', receivedAt),
-      source: 'fuzz',
-      topic: 'fuzz',
-    });
+    pipeline.ingest({ deviceId: who.device.id, via: 'fuzz', payload: { bytes, format: kind === 'binary' ? 'codec' : kind }, label: 'body', topic: 'fuzz' });
+  const assetState = (assetName: string, bytes: Uint8Array, form: 'json' | 'cbor' | 'text') =>
+    pipeline.ingest({ deviceId: plain.device.id, via: 'fuzz', payload: { asset: assetName, bytes, form }, label: form === 'text' ? `asset "${assetName}"` : 'body', topic: 'fuzz', reply: form === 'text' ? bytes : undefined });
 
   let scratchNames = 0;
   const targets: FuzzTarget[] = [
@@ -189,30 +181,14 @@ export async function createHarness(): Promise<FuzzHarness> {
       name: 'http-json-asset-state',
       run: (rng) => {
         const bytes = Buffer.from(jsonStateText(rng), 'utf8');
-        return settle(() =>
-          pipeline.publishAssetState({
-            principal: plain.principal,
-            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
-            parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, 'json', limits.jsonDepth), false, 'body'),
-            source: 'fuzz',
-            topic: 'fuzz',
-          }),
-        );
+        return settle(() => assetState(rng.pick(assetNames), bytes, 'json'));
       },
     },
     {
       name: 'http-cbor-asset-state',
       run: (rng) => {
         const bytes = Buffer.from(cborStateBytes(rng));
-        return settle(() =>
-          pipeline.publishAssetState({
-            principal: plain.principal,
-            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
-            parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, 'cbor', limits.jsonDepth), false, 'body'),
-            source: 'fuzz',
-            topic: 'fuzz',
-          }),
-        );
+        return settle(() => assetState(rng.pick(assetNames), bytes, 'cbor'));
       },
     },
     {
@@ -220,16 +196,7 @@ export async function createHarness(): Promise<FuzzHarness> {
       run: (rng) => {
         const text = rng.chance(0.3) ? `${rng.int(2e9)}|${mutateText(rng, toJsonText(randomValue(rng)) ?? '')}` : jsonStateText(rng);
         const payload = Buffer.from(text, 'utf8');
-        return settle(() =>
-          pipeline.publishAssetState({
-            principal: plain.principal,
-            target: { deviceId: plain.device.id, assetName: rng.pick(assetNames) },
-            parse: (asset, limits) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`, limits.jsonDepth),
-            echo: payload,
-            source: 'fuzz',
-            topic: 'fuzz',
-          }),
-        );
+        return settle(() => assetState(rng.pick(assetNames), payload, 'text'));
       },
     },
     {
@@ -261,10 +228,7 @@ export async function createHarness(): Promise<FuzzHarness> {
       name: 'codec-settings',
       run: (rng) => {
         const body = codecSettingsBody(rng);
-        return settle(async () => {
-          await setDeviceCodec(store, codecs, clock, device(scratch), body);
-          catalog.invalidate();
-        });
+        return settle(() => registry.setDeviceCodec(codecs, device(scratch), body));
       },
     },
     {
@@ -292,13 +256,7 @@ export async function createHarness(): Promise<FuzzHarness> {
           for (let i = 0; i < 3; i++) {
             const value = randomValue(rng);
             await settle(() =>
-              pipeline.publishAssetState({
-                principal: scratch.principal,
-                target: { deviceId: scratch.device.id, assetName: name },
-                parse: () => ({ value: value as never }),
-                source: 'fuzz',
-                topic: 'fuzz',
-              }),
+              pipeline.ingest({ deviceId: scratch.device.id, via: 'fuzz', payload: { states: { [name]: { value: value as never } } }, label: 'body', topic: 'fuzz' }),
             );
           }
         }

@@ -16,7 +16,6 @@ import { StatePipeline } from '../../src/ingest/ingest.js';
 import { DeviceCodecs, setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
 import { RedecodeRunner, redecodeView } from '../../src/device-codecs/redecode.js';
-import { publishUplink } from '../../src/ingest/uplinks.js';
 import { encodeCborCommand } from '../../src/codec/index.js';
 import type { ServiceError } from '../../src/core/errors.js';
 
@@ -27,10 +26,9 @@ async function setup() {
   const config = loadConfig({ dataDir: dir, env: {} });
   const store = Store.open(dir);
   const catalog = new Catalog(store);
-  const pipeline = new StatePipeline(catalog, new StateWriter(store), systemClock);
   const logger = createLogger('silent');
   const codecs = new DeviceCodecs(config, logger);
-  const decoders = new DeviceStateDecoder(codecs);
+  const pipeline = new StatePipeline(catalog, new StateWriter(store), systemClock, { decoder: new DeviceStateDecoder(codecs) });
   const { device } = store.devices.create({ name: 'tank' }, Date.now());
   store.assets.create({ deviceId: device.id, name: 'level', title: null, description: null, is: 'sensor', profile: { type: 'number', maximum: 100 } }, Date.now());
   catalog.invalidate();
@@ -40,7 +38,8 @@ async function setup() {
     await setDeviceCodec(store, codecs, systemClock, catalog.device(device.id)!, body);
     catalog.invalidate();
   };
-  const send = (byte: number, at: number) => publishUplink(pipeline, decoders, { deviceId: device.id, payload: Uint8Array.of(byte), source: 'test', receivedAt: at });
+  const send = (byte: number, at: number) =>
+    pipeline.ingest({ deviceId: device.id, via: 'test', payload: { bytes: Uint8Array.of(byte), format: 'codec' }, label: 'uplink', topic: `device/${device.id}/state`, receivedAt: at });
   const peek = inspect(store.path);
   const values = () => (peek.prepare('SELECT value FROM states ORDER BY at').pluck().all() as string[]).map(Number);
   const run = async (range = { from: null as number | null, to: null as number | null }) => {
@@ -51,7 +50,6 @@ async function setup() {
     store,
     catalog,
     pipeline,
-    decoders,
     device,
     runner,
     announced,
@@ -124,12 +122,7 @@ test('a second re-decode of the same device is refused while one runs; CBOR decl
     await t.setCodec(scaled(10));
     await t.send(50, Date.now() - 1000);
     // An HTTP application/cbor state: the door fixed its format, so no codec change can re-read it.
-    await t.pipeline.publishDeviceState({
-      deviceId: t.device.id,
-      source: 'http',
-      topic: 'PUT',
-      decode: (device, at) => t.decoders.decode(device, encodeCborCommand({ level: 7 }).bytes, 'cbor', 'body', 'http', at),
-    });
+    await t.pipeline.ingest({ deviceId: t.device.id, via: 'http', payload: { bytes: encodeCborCommand({ level: 7 }).bytes, format: 'cbor' }, label: 'body', topic: 'PUT' });
     await t.setCodec(scaled(1));
     t.runner.start(t.catalog.device(t.device.id)!, { from: null, to: null });
     assert.throws(() => t.runner.start(t.catalog.device(t.device.id)!, { from: null, to: null }), (err: ServiceError) => err.code === 'REDECODE_RUNNING' && err.status === 409);

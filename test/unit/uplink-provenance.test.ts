@@ -14,7 +14,7 @@ import { StateWriter } from '../../src/ingest/state-writer.js';
 import { StatePipeline } from '../../src/ingest/ingest.js';
 import { DeviceCodecs, setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
-import { publishUplink } from '../../src/ingest/uplinks.js';
+import type { AlongsideWrite } from '../../src/ingest/state-writer.js';
 import { systemClock } from '../../src/core/time.js';
 import type { ServiceError } from '../../src/core/errors.js';
 
@@ -30,9 +30,8 @@ async function setup() {
   const store = Store.open(dir);
   const catalog = new Catalog(store);
   const writer = new StateWriter(store);
-  const pipeline = new StatePipeline(catalog, writer, systemClock);
   const codecs = new DeviceCodecs(config, createLogger('silent'));
-  const decoders = new DeviceStateDecoder(codecs);
+  const pipeline = new StatePipeline(catalog, writer, systemClock, { decoder: new DeviceStateDecoder(codecs) });
   const { device } = store.devices.create({ name: 'sensor' }, Date.now());
   for (const name of ['temperature', 'port']) {
     store.assets.create({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now());
@@ -45,8 +44,10 @@ async function setup() {
     catalog,
     pipeline,
     codecs,
-    decoders,
     device,
+    /** Raw bytes for the device's codec, as a radio door hands them over. */
+    uplink: (raw: { payload: Uint8Array; fPort?: number; source: string; receivedAt: number }, alongside?: AlongsideWrite) =>
+      pipeline.ingest({ deviceId: device.id, via: raw.source, payload: { bytes: raw.payload, format: 'codec' }, label: 'uplink', topic: `device/${device.id}/state`, fPort: raw.fPort, receivedAt: raw.receivedAt, alongside }),
     refusals,
     setCodec: async (body: unknown) => {
       await setDeviceCodec(store, codecs, systemClock, device, body);
@@ -69,8 +70,8 @@ test('a decoded uplink and its states commit together; each state names its upli
     await t.setCodec({ uplink: { format: 'abcl', document: SCALE_DOC } });
     const version = t.codecs.version(t.device)!;
     assert.match(version, /^abcl:[0-9a-f]{12}$/);
-    const outcome = await publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(0x00, 0xd7), fPort: 5, source: 'gwmp:0102030405060708', receivedAt: 1_700_000_000_000 });
-    assert.deepEqual(outcome.states.temperature, { value: 21.5, at: 1_700_000_000_000 });
+    const outcome = await t.uplink({ payload: Uint8Array.of(0x00, 0xd7), fPort: 5, source: 'gwmp:0102030405060708', receivedAt: 1_700_000_000_000 });
+    assert.deepEqual({ ...outcome.states.temperature, assetId: undefined }, { assetId: undefined, value: 21.5, at: 1_700_000_000_000 });
     const [uplink] = uplinkRows(t.store);
     assert.deepEqual({ ...uplink, seq: undefined }, { seq: undefined, port: 5, source: 'gwmp:0102030405060708', decoded: 1, error: null, codec: version });
     assert.deepEqual(stateRows(t.store), [{ value: '21.5', uplink_seq: uplink!.seq, codec: version }]);
@@ -86,7 +87,7 @@ test('the fPort reaches a JS codec, and the same text is the same codec version'
   try {
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT } });
     const first = t.codecs.version(t.device);
-    await publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(7), fPort: 42, source: 'radio', receivedAt: Date.now() });
+    await t.uplink({ payload: Uint8Array.of(7), fPort: 42, source: 'radio', receivedAt: Date.now() });
     assert.equal(t.store.states.latest(t.catalog.assetByName(t.device.id, 'port')!.id)?.valueJson, '42');
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT } });
     assert.equal(t.codecs.version(t.device), first);
@@ -102,7 +103,7 @@ test('an undecodable uplink is kept (no states) and refused after the commit', a
   try {
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT } });
     await assert.rejects(
-      publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: new Uint8Array(0), fPort: 3, source: 'radio', receivedAt: Date.now() }),
+      t.uplink({ payload: new Uint8Array(0), fPort: 3, source: 'radio', receivedAt: Date.now() }),
       (err: ServiceError) => err.code === 'DECODE_FAILED' && /empty frame/.test(err.message),
     );
     const [uplink] = uplinkRows(t.store);
@@ -119,7 +120,7 @@ test('an uplink whose every state is refused by its profile is still kept', asyn
   const t = await setup();
   try {
     await t.setCodec({ uplink: { format: 'js', script: "function decodeUplink(input) { return { data: { temperature: 'hot' } }; }" } });
-    const outcome = await publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(1), source: 'http', receivedAt: Date.now() });
+    const outcome = await t.uplink({ payload: Uint8Array.of(1), source: 'http', receivedAt: Date.now() });
     assert.deepEqual(outcome.refused.map((r) => r.code), ['PROFILE_MISMATCH']);
     assert.equal(uplinkRows(t.store).length, 1);
     assert.equal(stateRows(t.store).length, 0);
@@ -136,13 +137,13 @@ test('when the batch fails, neither the uplink nor its states are written', asyn
       throw new Error('radio session write failed');
     };
     await assert.rejects(
-      publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(0, 10), source: 'radio', receivedAt: Date.now() }, { alongside: failing }),
+      t.uplink({ payload: Uint8Array.of(0, 10), source: 'radio', receivedAt: Date.now() }, failing),
       /radio session write failed/,
     );
     assert.equal(uplinkRows(t.store).length, 0);
     assert.equal(stateRows(t.store).length, 0);
     // The next message is not affected.
-    await publishUplink(t.pipeline, t.decoders, { deviceId: t.device.id, payload: Uint8Array.of(0, 10), source: 'radio', receivedAt: Date.now() });
+    await t.uplink({ payload: Uint8Array.of(0, 10), source: 'radio', receivedAt: Date.now() });
     assert.equal(uplinkRows(t.store).length, 1);
     assert.equal(stateRows(t.store).length, 1);
   } finally {

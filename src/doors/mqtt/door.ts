@@ -6,7 +6,6 @@ import type { Catalog } from '../../store/catalog.js';
 import type { StatePipeline } from '../../ingest/ingest.js';
 import type { CommandRouter } from '../../commands/router.js';
 import type { Registry } from '../../registry/registry.js';
-import type { DeviceStateDecoder } from '../../ingest/decoders.js';
 import type { DeviceEvents } from '../../ingest/device-events.js';
 import type { MetricsRegistry } from '../../ops/metrics.js';
 import type { Logger } from '../../ops/logger.js';
@@ -34,7 +33,6 @@ export interface MqttDoorDeps {
   pipeline: StatePipeline;
   registry: Registry;
   commands: CommandRouter;
-  decoders: DeviceStateDecoder;
   /** Radio and delivery events, published on `device/<id>/events` (QoS 0). */
   events?: DeviceEvents;
   rateLimiter: RateLimiter;
@@ -78,7 +76,7 @@ export class MqttDoor implements Door {
     const sessions = this.#sessions;
     this.#gate = new SubscribeGate({ config, catalog, logger, metrics, sessions, subscriptions, refusals, gateways });
     const states = new StateIntake({ ...deps, metrics, refusals });
-    const commands = new CommandIntake({ config, catalog, commands: deps.commands, clock, logger, metrics, publisher: this.#publisher, refusals });
+    const commands = new CommandIntake({ config, catalog, commands: deps.commands, logger, metrics, refusals });
     this.#intake = new PublishIntake({ sessions, states, commands, refusals, logger, metrics, gateways });
     this.#listeners = new MqttListeners(config, logger, metrics);
   }
@@ -115,6 +113,7 @@ export class MqttDoor implements Door {
 
     pipeline.on('state', this.#publisher.onState);
     pipeline.on('refused', this.#publisher.onRefused);
+    commands.on('refused', this.#publisher.onRefused);
     this.#deps.events?.on('event', this.#publisher.onDeviceEvent);
     registry.on('tokenRevoked', this.#onTokenRevoked);
     registry.on('assetDeleted', this.#onAssetDeleted);
@@ -126,7 +125,7 @@ export class MqttDoor implements Door {
 
   /** Stops accepting, closes every session (in-flight states still commit: the daemon flushes after). */
   async stop(): Promise<void> {
-    const { catalog, pipeline, registry } = this.#deps;
+    const { catalog, pipeline, registry, commands } = this.#deps;
     const closed = this.#listeners.close();
     if (this.#broker) {
       const broker = this.#broker;
@@ -137,6 +136,7 @@ export class MqttDoor implements Door {
     this.#metrics.flush();
     pipeline.off('state', this.#publisher.onState);
     pipeline.off('refused', this.#publisher.onRefused);
+    commands.off('refused', this.#publisher.onRefused);
     this.#deps.events?.off('event', this.#publisher.onDeviceEvent);
     registry.off('tokenRevoked', this.#onTokenRevoked);
     registry.off('assetDeleted', this.#onAssetDeleted);

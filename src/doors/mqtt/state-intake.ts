@@ -7,8 +7,6 @@ import type { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { StatePipeline } from '../../ingest/ingest.js';
-import type { DeviceStateDecoder } from '../../ingest/decoders.js';
-import { parseMqttAssetState } from '../../ingest/messages.js';
 import type { Logger } from '../../ops/logger.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
@@ -22,7 +20,6 @@ export interface StateIntakeDeps {
   config: OutpostConfig['mqtt'];
   catalog: Catalog;
   pipeline: StatePipeline;
-  decoders: DeviceStateDecoder;
   rateLimiter: RateLimiter;
   clock: Clock;
   logger: Logger;
@@ -96,37 +93,29 @@ export class StateIntake {
 
   /** Hands an authorized state publish to the pipeline; the PUBACK waits for the commit. */
   #store(client: Client, principal: Principal, packet: PublishPacket, payload: Buffer, topic: StateTopic, own: string, done: PublishCallback): void {
-    const { pipeline, decoders, metrics } = this.#deps;
+    const { pipeline, catalog, metrics } = this.#deps;
     const started = packet.qos > 0 ? performance.now() : 0;
     const acknowledge = () => {
       if (started) metrics.pubackSeconds.observe((performance.now() - started) / 1000);
       done(null);
     };
     const failed = (err: unknown) => this.#failed(client, principal, packet, own, err, done);
+    // The topic checks before were the rights check; a gateway's states may be re-sends.
+    const resent = principal.kind === 'gateway';
     if (topic.kind === 'device-state') {
       pipeline
-        .publishDeviceState({
-          principal,
-          deviceId: own,
-          decode: (device, receivedAt) => decoders.decodeByDeviceFormat(device, payload, 'device state', 'mqtt', receivedAt),
-          source: 'mqtt',
-          topic: packet.topic,
-        })
+        .ingest({ deviceId: own, via: 'mqtt', payload: { bytes: payload, format: 'device' }, label: 'device state', topic: packet.topic, resent })
         .then((outcome) => {
           for (const r of outcome.refused) metrics.refused.inc(r.code);
           acknowledge();
         }, failed);
       return;
     }
+    const assetName = topic.kind === 'asset-state' ? topic.assetName : catalog.assetById(topic.assetId)?.name;
+    if (assetName === undefined) return failed(new ServiceError('ASSET_NOT_FOUND', `asset ${(topic as { assetId: string }).assetId} not found`));
     pipeline
-      .publishAssetState({
-        principal,
-        target: topic.kind === 'asset-state' ? { deviceId: own, assetName: topic.assetName } : { assetId: topic.assetId },
-        parse: (asset, limits) => parseMqttAssetState(payload, asset.profile.type, `asset "${asset.name}"`, limits.jsonDepth),
-        echo: payload,
-        source: 'mqtt',
-        topic: packet.topic,
-      })
+      // The echo repeats the exact bytes published: they ride to the state event as the reply.
+      .ingest({ deviceId: own, via: 'mqtt', payload: { asset: assetName, bytes: payload, form: 'text' }, label: `asset "${assetName}"`, topic: packet.topic, resent, reply: payload })
       .then(acknowledge, failed);
   }
 

@@ -5,10 +5,9 @@ import type { Logger } from '../../ops/logger.js';
 import type { MetricsRegistry } from '../../ops/metrics.js';
 import type { DeviceCodec } from '../../codec/index.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { DeviceStateDecoder, UplinkDecoder } from '../../ingest/decoders.js';
+import type { UplinkDecoder } from '../../ingest/decoders.js';
 import { parseCodecSettings, type DeviceCodecs } from '../../device-codecs/device-codecs.js';
 import type { StatePipeline } from '../../ingest/ingest.js';
-import { publishUplink } from '../../ingest/uplinks.js';
 import type { RadioFrame, RadioSourceHealth } from '../radio.js';
 import { SerialModemSource } from './serial-modem-source.js';
 import type { Door } from '../../doors/door.js';
@@ -17,7 +16,6 @@ export interface SerialModemsDeps {
   modems: readonly SerialModemConfig[];
   catalog: Catalog;
   pipeline: StatePipeline;
-  decoders: DeviceStateDecoder;
   codecs: DeviceCodecs;
   clock: Clock;
   logger: Logger;
@@ -141,11 +139,19 @@ export class SerialModems implements Door {
   }
 
   async #storeRaw(frame: RadioFrame, deviceId: string, decoder: UplinkDecoder | undefined): Promise<void> {
-    const { logger, catalog, pipeline, decoders } = this.#deps;
+    const { logger, catalog, pipeline } = this.#deps;
     if (!catalog.device(deviceId)) return this.#count(frame, 'dropped_unknown_device');
     let outcome: RawOutcome;
     try {
-      const result = await publishUplink(pipeline, decoders, { deviceId, payload: frame.payload, source: frame.source, receivedAt: frame.receivedAt }, { decoder });
+      const result = await pipeline.ingest({
+        deviceId,
+        via: frame.source,
+        // The modem's own codec when it has one, else the device's.
+        payload: { bytes: frame.payload, format: 'codec', decoder },
+        label: 'uplink',
+        topic: `device/${deviceId}/state`,
+        receivedAt: frame.receivedAt,
+      });
       outcome = Object.keys(result.states).length > 0 || result.refused.length === 0 ? 'stored' : 'refused';
     } catch (err) {
       // Refusals are already reported on the device's errors topic, and the bytes kept.

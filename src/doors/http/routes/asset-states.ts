@@ -1,7 +1,6 @@
 import { ServiceError } from '../../../core/errors.js';
 import { decodeHistoryCursor } from '../../../store/states.js';
-import { stateFromMessage } from '../../../ingest/messages.js';
-import { decodeBody } from '../body.js';
+import { authorizeAssetState } from '../../../ingest/uplinks.js';
 import { queryCursor, queryFlag, queryLimit, queryTime } from '../query.js';
 import type { RequestContext, Route } from '../router.js';
 import { assetTarget, iso, readableAsset, type ApiDeps } from './deps.js';
@@ -29,16 +28,19 @@ function getState(deps: ApiDeps, ctx: RequestContext) {
 async function putState(deps: ApiDeps, ctx: RequestContext) {
   const principal = ctx.principal();
   const { bytes, kind } = await ctx.rawBody(['json', 'cbor']);
+  const { deviceId, assetName } = authorizeAssetState(deps.catalog, principal, assetTarget(ctx));
   const path = ctx.req.url ?? '';
-  const event = await deps.pipeline.publishAssetState({
-    principal,
-    target: assetTarget(ctx),
-    // Parsed inside the pipeline so a malformed body is also reported on the device's errors topic.
-    parse: (_asset, limits) => stateFromMessage(decodeBody(bytes, kind as 'json' | 'cbor', limits.jsonDepth), false, 'body'),
-    source: 'http',
+  // The body is read by the pipeline, so a malformed one is also reported on the device's errors topic.
+  const outcome = await deps.pipeline.ingest({
+    deviceId,
+    via: 'http',
+    payload: { asset: assetName, bytes, form: kind as 'json' | 'cbor' },
+    label: 'body',
     topic: `PUT ${path.split('?')[0]}`,
+    resent: principal.kind === 'gateway',
   });
-  return { status: 200, body: { id: event.asset.id, state: { value: event.value, at: iso(event.at) } } };
+  const state = outcome.states[assetName]!;
+  return { status: 200, body: { id: state.assetId, state: { value: state.value, at: iso(state.at) } } };
 }
 
 function stateHistory(deps: ApiDeps, ctx: RequestContext) {

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../../core/errors.js';
 import { hexToBytes } from '../../../codec/hex.js';
-import { codecSettingsView, parseCodecSettings, setDeviceCodec } from '../../../device-codecs/device-codecs.js';
+import { codecSettingsView, parseCodecSettings } from '../../../device-codecs/device-codecs.js';
 import { parseTryBody, tryCodec } from '../../../device-codecs/codec-try.js';
 import { requireAdmin } from '../access.js';
 import type { RequestContext, Route } from '../router.js';
@@ -20,9 +20,7 @@ export function codecRoutes(deps: ApiDeps): Route[] {
         PUT: async (ctx) => {
           const device = adminDevice(deps, ctx);
           const body = await ctx.body(['json']);
-          const result = await setDeviceCodec(deps.catalog.store, deps.codecs, deps.clock, device, body);
-          deps.catalog.invalidate();
-          return { status: 200, body: result };
+          return { status: 200, body: await deps.registry.setDeviceCodec(deps.codecs, device, body) };
         },
       },
     },

@@ -8,7 +8,7 @@ export function commandRoutes(deps: ApiDeps): Route[] {
   const putAssetCommand = async (ctx: RequestContext) => {
     const principal = ctx.principal();
     const body = await ctx.body();
-    return { status: 202, body: commands.sendAssetCommand(principal, assetTarget(ctx), body, 'http') };
+    return { status: 202, body: commands.sendAssetCommand({ principal, via: 'http', target: assetTarget(ctx), body }) };
   };
   return [
     { pattern: '/device/:deviceId/asset/:name/command', methods: { PUT: putAssetCommand } },
@@ -20,7 +20,7 @@ export function commandRoutes(deps: ApiDeps): Route[] {
           const principal = ctx.principal();
           const body = await ctx.body();
           const meta = queryJson(ctx.query, 'meta');
-          return { status: 202, body: commands.sendDeviceCommand(principal, ctx.params.deviceId!, body, meta, 'http') };
+          return { status: 202, body: commands.sendDeviceCommand({ principal, via: 'http', deviceId: ctx.params.deviceId!, body, meta }) };
         },
       },
     },

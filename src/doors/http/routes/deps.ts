@@ -4,10 +4,10 @@ import { canManageAssets, canReadDevice } from '../../../core/access.js';
 import type { Clock } from '../../../core/time.js';
 import type { CachedAsset, Catalog } from '../../../store/catalog.js';
 import type { DeviceRecord } from '../../../core/model.js';
-import type { AssetTarget, StatePipeline } from '../../../ingest/ingest.js';
+import type { StatePipeline } from '../../../ingest/ingest.js';
+import { resolveAsset, type AssetTarget } from '../../../registry/targets.js';
 import type { CommandRouter } from '../../../commands/router.js';
 import type { Registry } from '../../../registry/registry.js';
-import type { DeviceStateDecoder } from '../../../ingest/decoders.js';
 import type { DeviceCodecs } from '../../../device-codecs/device-codecs.js';
 import type { RedecodeRunner } from '../../../device-codecs/redecode.js';
 import type { LorawanProvisioning } from '../../../lpwan/provisioning.js';
@@ -19,7 +19,6 @@ export interface ApiDeps {
   registry: Registry;
   pipeline: StatePipeline;
   commands: CommandRouter;
-  decoders: DeviceStateDecoder;
   codecs: DeviceCodecs;
   redecode: RedecodeRunner;
   lorawan?: LorawanProvisioning;
@@ -60,7 +59,7 @@ export function adminDevice(deps: ApiDeps, ctx: RequestContext): DeviceRecord {
 /** The path's asset (404), if the token may read its device (403). */
 export function readableAsset(deps: ApiDeps, ctx: RequestContext): CachedAsset {
   const p = ctx.principal();
-  const asset = deps.pipeline.resolveAsset(assetTarget(ctx));
+  const asset = resolveAsset(deps.catalog, assetTarget(ctx));
   if (!canReadDevice(p, asset.deviceId)) forbid(`this token may not read device ${asset.deviceId}`);
   return asset;
 }

@@ -1,4 +1,5 @@
 import { ErrorCodes, ServiceError, type ErrorCode } from '../../../core/errors.js';
+import { authorizeDeviceState } from '../../../ingest/uplinks.js';
 import type { RequestContext, Route } from '../router.js';
 import { iso, type ApiDeps } from './deps.js';
 
@@ -10,13 +11,16 @@ export function deviceStateRoutes(deps: ApiDeps): Route[] {
 async function putDeviceState(deps: ApiDeps, ctx: RequestContext) {
   const principal = ctx.principal();
   const { bytes, kind } = await ctx.rawBody(['json', 'cbor', 'binary']);
-  const where = 'body';
-  const outcome = await deps.pipeline.publishDeviceState({
-    principal,
-    deviceId: ctx.params.deviceId!,
-    decode: (device, receivedAt) => deps.decoders.decode(device, bytes, kind, where, 'http', receivedAt),
-    source: 'http',
-    topic: `PUT /device/${ctx.params.deviceId}/state`,
+  const deviceId = ctx.params.deviceId!;
+  authorizeDeviceState(deps.catalog, principal, deviceId);
+  const outcome = await deps.pipeline.ingest({
+    deviceId,
+    via: 'http',
+    // application/octet-stream: the device's codec reads it.
+    payload: { bytes, format: kind === 'binary' ? 'codec' : kind },
+    label: 'body',
+    topic: `PUT /device/${deviceId}/state`,
+    resent: principal.kind === 'gateway',
   });
   const states = Object.fromEntries(Object.entries(outcome.states).map(([name, s]) => [name, { value: s.value, at: iso(s.at) }]));
   if (outcome.refused.length > 0) {
