@@ -1,4 +1,5 @@
-import { runDoctor } from '../../ops/doctor.js';
+import { runDoctor, type DoctorReport } from '../../ops/doctor.js';
+import { showFor } from '../output.js';
 import { opsArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 
@@ -9,14 +10,18 @@ export const command: CliCommand = {
     // The configuration is one of the checks: doctor reports a bad one rather than failing on it.
     const { sources, json } = opsArgs('doctor', args);
     const report = await runDoctor({ sources });
-    if (json) write(JSON.stringify(report, null, 2));
-    else {
-      for (const f of report.findings) {
-        write(`${f.ok ? 'ok  ' : 'FAIL'}  ${f.check.padEnd(8)}  ${f.message}`);
-        if (f.fix) write(`${' '.repeat(16)}fix: ${f.fix}`);
-      }
-      write(report.ok ? '\nnothing needs attention' : `\n${report.findings.filter((f) => !f.ok).length} finding(s) need action`);
-    }
+    showFor(json, write)(report, () => formatReport(report));
     return report.ok ? 0 : 1;
   },
 };
+
+/** One line per check (and its fix when it failed), then the verdict. */
+function formatReport(report: DoctorReport): string {
+  const lines: string[] = [];
+  for (const f of report.findings) {
+    lines.push(`${f.ok ? 'ok  ' : 'FAIL'}  ${f.check.padEnd(8)}  ${f.message}`);
+    if (f.fix) lines.push(`${' '.repeat(16)}fix: ${f.fix}`);
+  }
+  lines.push(report.ok ? '\nnothing needs attention' : `\n${report.findings.filter((f) => !f.ok).length} finding(s) need action`);
+  return lines.join('\n');
+}

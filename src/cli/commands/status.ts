@@ -3,6 +3,7 @@ import { askDaemon } from '../../ops/control.js';
 import type { DaemonStatus } from '../../ops/status.js';
 import { opsArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
+import { showFor } from '../output.js';
 import { formatTable } from '../table.js';
 
 /** `outpost status`: asks the running daemon over its control socket (docs/operations.md). */
@@ -18,8 +19,7 @@ export const command: CliCommand = {
       return fail(`cannot ask the daemon of ${config.dataDir}: ${(err as Error).message} (run as the outpost user or root)`);
     }
     if (!status) return fail(`no daemon runs on ${config.dataDir}`);
-    if (json) write(JSON.stringify(status, null, 2));
-    else write(formatStatus(status));
+    showFor(json, write)(status, () => formatStatus(status));
     return 0;
   },
 };
