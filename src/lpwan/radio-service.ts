@@ -25,8 +25,6 @@ export interface RadioServiceDeps {
   catalog: Catalog;
   pipeline: StatePipeline;
   codecs: DeviceCodecs;
-  /** Not used: uplinks are decoded by the pipeline (its own decoder); accepted so older callers still type-check. */
-  decoders?: unknown;
   events: DeviceEvents;
   clock: Clock;
   logger: Logger;

@@ -47,12 +47,12 @@ function setup() {
   const store = Store.open(dataDir);
   const catalog = new Catalog(store);
   const writer = new StateWriter(store);
-  const pipeline = new StatePipeline(catalog, writer, { now: () => Date.now() });
   const logger = createLogger('silent');
   const codecs = new DeviceCodecs(config, logger);
+  const pipeline = new StatePipeline(catalog, writer, { now: () => Date.now() }, { decoder: new DeviceStateDecoder(codecs) });
   const events = new DeviceEvents();
   const metrics = new MetricsRegistry();
-  const radio = new RadioService({ config, store, catalog, pipeline, codecs, decoders: new DeviceStateDecoder(codecs), events, clock: { now: () => Date.now() }, logger, metrics });
+  const radio = new RadioService({ config, store, catalog, pipeline, codecs, events, clock: { now: () => Date.now() }, logger, metrics });
   const source = new LoopbackRadio();
   radio.addSource(source);
   const seen: Array<[string, DeviceEvent]> = [];
