@@ -3,18 +3,14 @@
 // subscribers as MQTT does, one queueing for its own devices as the radio does).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { openTestCore } from '../helpers/core.js';
 import Database from 'better-sqlite3';
-import { loadConfig } from '../../src/core/config.js';
-import { systemClock } from '../../src/core/time.js';
 import { ServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/access.js';
 import { Store } from '../../src/store/store.js';
 import { Catalog } from '../../src/store/catalog.js';
 import { Registry } from '../../src/registry/registry.js';
-import { CommandRouter, commandPayload, type AssetCommand, type CommandEvent, type CommandRefusal, type CommandSink, type DeviceCommand } from '../../src/commands/router.js';
+import { commandPayload, type AssetCommand, type CommandEvent, type CommandRefusal, type CommandSink, type DeviceCommand } from '../../src/commands/router.js';
 
 /** Delivers to in-memory subscribers of a device, as the MQTT sink does to its sessions: reports how many it reached. */
 class SubscriberSink implements CommandSink {
@@ -58,12 +54,8 @@ class QueueSink implements CommandSink {
 }
 
 function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-router-'));
-  const config = loadConfig({ dataDir: dir, env: {} });
-  const store = Store.open(dir);
-  const catalog = new Catalog(store);
-  const registry = new Registry(catalog, systemClock, config.limits);
-  const router = new CommandRouter(catalog, systemClock);
+  const opened = openTestCore('router');
+  const { store, catalog, registry, commands: router } = opened.core;
   const mqtt = new SubscriberSink();
   const radio = new QueueSink('lpwan', new Set());
   router.addSink(radio);
@@ -91,15 +83,14 @@ function setup() {
     commands,
     refusals,
     recorded: () => reader.prepare('SELECT asset_id AS assetId, value, meta, source FROM commands ORDER BY rowid').all() as Array<Record<string, unknown>>,
-    close: () => {
+    close: async () => {
       reader.close();
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await opened.close();
     },
   };
 }
 
-test('only an application token with the "command" scope sends commands; a refused one is not recorded nor delivered', () => {
+test('only an application token with the "command" scope sends commands; a refused one is not recorded nor delivered', async () => {
   const t = setup();
   try {
     for (const principal of [t.reader, t.deviceToken]) {
@@ -110,11 +101,11 @@ test('only an application token with the "command" scope sends commands; a refus
     assert.deepEqual(t.mqtt.received, []);
     assert.equal(t.router.commandsSent, 0);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
-test('commands are checked against the asset: actuators only, values by their profile, every asset of a device command', () => {
+test('commands are checked against the asset: actuators only, values by their profile, every asset of a device command', async () => {
   const t = setup();
   try {
     const send = (assetName: string, body: unknown) => () => t.router.sendAssetCommand({ principal: t.app, via: 'http', target: { deviceId: t.device.id, assetName }, body });
@@ -133,11 +124,11 @@ test('commands are checked against the asset: actuators only, values by their pr
     assert.match(ok.at, /^\d{4}-\d\d-\d\dT/);
     assert.deepEqual(t.recorded(), [{ assetId: t.catalog.assetByName(t.device.id, 'level')!.id, value: '3', meta: '{"port":5}', source: 'http' }]);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
-test('each sink reports its own outcome under its name; counts of sinks of one name add up', () => {
+test('each sink reports its own outcome under its name; counts of sinks of one name add up', async () => {
   const t = setup();
   try {
     const target = { deviceId: t.device.id, assetName: 'led' };
@@ -160,11 +151,11 @@ test('each sink reports its own outcome under its name; counts of sinks of one n
     assert.deepEqual(t.recorded().at(-1), { assetId: null, value: '{"led":true,"level":4}', meta: '{"confirmed":true}', source: 'mqtt' });
     assert.equal(t.router.commandsSent, 3);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
-test('refusals are reported for commands published on the broker, whatever refused them, and only for those', () => {
+test('refusals are reported for commands published on the broker, whatever refused them, and only for those', async () => {
   const t = setup();
   try {
     const topic = `device/${t.device.id}/asset/led/command`;
@@ -194,6 +185,6 @@ test('refusals are reported for commands published on the broker, whatever refus
     assert.equal(t.refusals.length, before);
     assert.deepEqual(t.recorded(), []);
   } finally {
-    t.close();
+    await t.close();
   }
 });

@@ -3,23 +3,15 @@
 // through `StatePipeline.ingest` here exactly as the doors hand it over.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { openTestCore } from '../helpers/core.js';
 import Database from 'better-sqlite3';
-import { loadConfig } from '../../src/core/config.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { systemClock } from '../../src/core/time.js';
 import { isServiceError, type ServiceError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/core/access.js';
 import { Store } from '../../src/store/store.js';
 import { Catalog } from '../../src/store/catalog.js';
 import { StateWriter } from '../../src/ingest/state-writer.js';
 import { StatePipeline, echoPayload, type RefusalEvent, type StateEvent } from '../../src/ingest/ingest.js';
-import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
 import { authorizeAssetState, authorizeDeviceState, type Uplink } from '../../src/ingest/uplinks.js';
-import { DeviceCodecs } from '../../src/device-codecs/device-codecs.js';
-import { Registry } from '../../src/registry/registry.js';
 import { encodeCborCommand } from '../../src/codec/index.js';
 
 const PORT_SCRIPT = `function decodeUplink(input) {
@@ -30,14 +22,8 @@ const WARNING_SCRIPT = `function decodeUplink(input) {
 }`;
 
 async function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-ingest-'));
-  const config = loadConfig({ dataDir: dir, env: {} });
-  const store = Store.open(dir);
-  const catalog = new Catalog(store);
-  const writer = new StateWriter(store);
-  const codecs = new DeviceCodecs(config, createLogger('silent'));
-  const pipeline = new StatePipeline(catalog, writer, systemClock, { decoder: new DeviceStateDecoder(codecs) });
-  const registry = new Registry(catalog, systemClock, config.limits);
+  const opened = openTestCore('ingest');
+  const { store, catalog, pipeline, registry, codecs } = opened.core;
   const { device, token } = registry.createDevice({ name: 'sensor' });
   registry.createAsset(device.id, { name: 'temperature', is: 'sensor', profile: { type: 'number', maximum: 100 } });
   registry.createAsset(device.id, { name: 'port', is: 'sensor', profile: { type: 'integer' } });
@@ -69,11 +55,9 @@ async function setup() {
     uplink,
     stored: () => reader.prepare('SELECT a.name, s.value, s.at, s.uplink_seq AS uplink, s.codec FROM states s JOIN assets a ON a.id = s.asset_id ORDER BY s.seq').all() as Array<Record<string, unknown>>,
     uplinks: () => reader.prepare('SELECT seq, port, source, decoded, error, codec FROM raw_uplinks ORDER BY seq').all() as Array<Record<string, unknown>>,
-    close: () => {
+    close: async () => {
       reader.close();
-      codecs.dispose();
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await opened.close();
     },
   };
 }
@@ -92,7 +76,7 @@ test('a JSON device state stores each asset; JSON keeps no raw uplink', async ()
     assert.equal(t.uplinks().length, 0);
     assert.equal(t.pipeline.statesAccepted, 2);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -105,7 +89,7 @@ test('a CBOR device state is decoded by the built-in reader and its bytes kept w
     assert.deepEqual({ ...kept, seq: undefined }, { seq: undefined, port: null, source: 'test', decoded: 1, error: null, codec: 'cbor' });
     assert.deepEqual(t.stored().map((r) => r.uplink), [kept!.seq, kept!.seq], 'each state points at the uplink it came from');
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -132,7 +116,7 @@ test('an asset state is a device state with one asset: stored, echoed from the r
     assert.equal(t.pipeline.statesRefused, 3);
     assert.equal(t.stored().length, 2);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -148,7 +132,7 @@ test('a binary uplink goes through the device codec with its fPort, and the port
     assert.deepEqual({ ...kept, seq: undefined }, { seq: undefined, port: 17, source: 'gwmp:0102030405060708', decoded: 1, error: null, codec: version });
     assert.deepEqual(t.stored().map((r) => [r.name, r.uplink, r.codec]), [['port', kept!.seq, version], ['temperature', kept!.seq, version]]);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -161,7 +145,7 @@ test('codec warnings are reported like refusals but refuse nothing', async () =>
     assert.deepEqual(t.refusals.map((r) => [r.code, r.error]), [['DECODE_WARNING', 'byte 1 ignored']]);
     assert.equal(t.pipeline.statesRefused, 0);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -180,7 +164,7 @@ test('a device state is refused asset by asset: the others are stored, the refus
     assert.deepEqual(t.stored().map((r) => r.name), ['temperature', 'label']);
     assert.deepEqual([t.pipeline.statesAccepted, t.pipeline.statesRefused], [2, 2]);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -201,7 +185,7 @@ test('the raw uplink, its states and the door\'s own writes commit in one transa
     assert.equal(t.uplinks().length, 1);
     assert.equal(t.stored().length, 2);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -215,7 +199,7 @@ test('undecodable bytes are kept, the door\'s writes commit, then the uplink is 
     assert.deepEqual(t.uplinks().map((u) => [u.decoded, u.error]), [[0, 'no custom binary codec configured']]);
     assert.deepEqual(t.refusals.map((r) => r.code), ['DECODE_FAILED']);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -231,7 +215,7 @@ test('states are announced only after their commit', async () => {
     await pending;
     assert.deepEqual(seenAtAnnounce, ['33'], 'another connection already reads the state when it is announced');
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -246,7 +230,7 @@ test('a gateway\'s re-sent state is acknowledged but stored and announced once',
     assert.equal(t.events.length, 1);
     assert.equal(t.pipeline.duplicates, 1);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -275,6 +259,6 @@ test('the doors\' rights check: unknown names answer 404 before rights, and only
     // The device's own unknown asset passes: the pipeline refuses it and reports it on the device's errors.
     assert.equal(code(() => authorizeAssetState(t.catalog, t.principal, { deviceId: id, assetName: 'nope' })), 'allowed');
   } finally {
-    t.close();
+    await t.close();
   }
 });

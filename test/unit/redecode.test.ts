@@ -2,19 +2,10 @@
 // what they say they could not reach.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { loadConfig } from '../../src/core/config.js';
-import { createLogger } from '../../src/ops/logger.js';
+import { openTestCore } from '../helpers/core.js';
 import { systemClock } from '../../src/core/time.js';
 import { inspect } from '../helpers/sqlite.js';
-import { Store } from '../../src/store/store.js';
-import { Catalog } from '../../src/store/catalog.js';
-import { StateWriter } from '../../src/ingest/state-writer.js';
-import { StatePipeline } from '../../src/ingest/ingest.js';
-import { DeviceCodecs, setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
-import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
+import { setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import { RedecodeRunner, redecodeView } from '../../src/device-codecs/redecode.js';
 import { encodeCborCommand } from '../../src/codec/index.js';
 import type { ServiceError } from '../../src/core/errors.js';
@@ -22,13 +13,8 @@ import type { ServiceError } from '../../src/core/errors.js';
 const scaled = (divisor: number) => ({ uplink: { format: 'abcl', document: { sense: [{ asset: 'level', value: { byte: 0, type: 'uint', calculation: `val / ${divisor}` } }] } } });
 
 async function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-redecode-'));
-  const config = loadConfig({ dataDir: dir, env: {} });
-  const store = Store.open(dir);
-  const catalog = new Catalog(store);
-  const logger = createLogger('silent');
-  const codecs = new DeviceCodecs(config, logger);
-  const pipeline = new StatePipeline(catalog, new StateWriter(store), systemClock, { decoder: new DeviceStateDecoder(codecs) });
+  const opened = openTestCore('redecode');
+  const { store, catalog, pipeline, codecs, logger } = opened.core;
   const { device } = store.devices.create({ name: 'tank' }, Date.now());
   store.assets.create({ deviceId: device.id, name: 'level', title: null, description: null, is: 'sensor', profile: { type: 'number', maximum: 100 } }, Date.now());
   catalog.invalidate();
@@ -57,10 +43,9 @@ async function setup() {
     send,
     values,
     run,
-    close: () => {
-      codecs.dispose();
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
+    close: async () => {
+      await runner.stop();
+      await opened.close();
     },
   };
 }
@@ -85,7 +70,7 @@ test('a re-decode replaces states uplink by uplink, keeps the old ones where the
     assert.deepEqual(t.announced, []);
     assert.equal(t.store.states.latest(t.catalog.assetByName(t.device.id, 'level')!.id)?.valueJson, '18');
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -112,7 +97,7 @@ test('a range limits the re-decode; states of pruned raw uplinks are reported as
     assert.equal(all.done, 6);
     assert.deepEqual(t.announced.map((c) => c.valueJson), ['9']);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -130,7 +115,7 @@ test('a second re-decode of the same device is refused while one runs; CBOR decl
     assert.deepEqual([job.done, job.total, job.replaced], [1, 1, 1]);
     assert.deepEqual(t.values().sort((a, b) => a - b), [7, 50]);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -144,6 +129,6 @@ test('raw uplinks are bounded by count and by age', async () => {
     assert.equal(t.store.uplinks.list(t.device.id, 10).data.length, 3);
     assert.equal(t.store.uplinks.prune(2), 1);
   } finally {
-    t.close();
+    await t.close();
   }
 });

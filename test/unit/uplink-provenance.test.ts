@@ -2,18 +2,10 @@
 // provenance; real SQLite file, real codecs (ABCL and QuickJS), no daemon.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { loadConfig } from '../../src/core/config.js';
-import { createLogger } from '../../src/ops/logger.js';
+import { openTestCore } from '../helpers/core.js';
 import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
-import { Catalog } from '../../src/store/catalog.js';
-import { StateWriter } from '../../src/ingest/state-writer.js';
-import { StatePipeline } from '../../src/ingest/ingest.js';
-import { DeviceCodecs, setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
-import { DeviceStateDecoder } from '../../src/ingest/decoders.js';
+import { setDeviceCodec } from '../../src/device-codecs/device-codecs.js';
 import type { AlongsideWrite } from '../../src/ingest/state-writer.js';
 import { systemClock } from '../../src/core/time.js';
 import type { ServiceError } from '../../src/core/errors.js';
@@ -25,13 +17,8 @@ const PORT_SCRIPT = `function decodeUplink(input) {
 }`;
 
 async function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-provenance-'));
-  const config = loadConfig({ dataDir: dir, env: {} });
-  const store = Store.open(dir);
-  const catalog = new Catalog(store);
-  const writer = new StateWriter(store);
-  const codecs = new DeviceCodecs(config, createLogger('silent'));
-  const pipeline = new StatePipeline(catalog, writer, systemClock, { decoder: new DeviceStateDecoder(codecs) });
+  const opened = openTestCore('provenance');
+  const { store, catalog, pipeline, codecs } = opened.core;
   const { device } = store.devices.create({ name: 'sensor' }, Date.now());
   for (const name of ['temperature', 'port']) {
     store.assets.create({ deviceId: device.id, name, title: null, description: null, is: 'sensor', profile: { type: 'number' } }, Date.now());
@@ -53,11 +40,7 @@ async function setup() {
       await setDeviceCodec(store, codecs, systemClock, device, body);
       catalog.invalidate();
     },
-    close: () => {
-      codecs.dispose();
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: () => opened.close(),
   };
 }
 
@@ -78,7 +61,7 @@ test('a decoded uplink and its states commit together; each state names its upli
     const page = t.store.states.history(t.catalog.assetByName(t.device.id, 'temperature')!.id, { limit: 10 });
     assert.deepEqual(page.data[0], { at: 1_700_000_000_000, valueJson: '21.5', uplinkSeq: uplink!.seq, codec: version });
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -94,7 +77,7 @@ test('the fPort reaches a JS codec, and the same text is the same codec version'
     await t.setCodec({ uplink: { format: 'js', script: PORT_SCRIPT.replace('input.bytes[0]', 'input.bytes[0] * 2') } });
     assert.notEqual(t.codecs.version(t.device), first);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -112,7 +95,7 @@ test('an undecodable uplink is kept (no states) and refused after the commit', a
     assert.equal(stateRows(t.store).length, 0);
     assert.deepEqual(t.refusals, ['DECODE_FAILED']);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -125,7 +108,7 @@ test('an uplink whose every state is refused by its profile is still kept', asyn
     assert.equal(uplinkRows(t.store).length, 1);
     assert.equal(stateRows(t.store).length, 0);
   } finally {
-    t.close();
+    await t.close();
   }
 });
 
@@ -147,6 +130,6 @@ test('when the batch fails, neither the uplink nor its states are written', asyn
     assert.equal(uplinkRows(t.store).length, 1);
     assert.equal(stateRows(t.store).length, 1);
   } finally {
-    t.close();
+    await t.close();
   }
 });
