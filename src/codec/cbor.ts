@@ -1,20 +1,22 @@
 // CBOR device states and device commands (docs/codecs.md, "CBOR").
 //
-// Why not cbor-x here: measured with cbor-x 1.6.9, its decoder turns Tag 0 into a Date (losing
-// the timestamp string rules), maps tags 64–87/258/259/28/29 to typed arrays, Sets, Maps and shared
-// references, throws on unassigned simple values, and cannot report repeated map keys or nesting
-// depth; its encoder writes float64 for 21.5 and for integers above 2^32. Every one of those
-// would need a pass around the library that re-parses the item heads anyway, so both directions
-// are written against RFC 8949 directly (docs/codecs.md allows this). cbor-x is used in the
-// tests as the independent decoder the CBOR test vectors were checked against.
+// Decoding is written against RFC 8949 directly rather than with cbor-x: cbor-x 1.6.9 turns Tag 0
+// into a Date (losing the timestamp string rules), maps tags 64–87/258/259/28/29 to typed arrays,
+// Sets, Maps and shared references, throws on unassigned simple values, and cannot report
+// repeated map keys or nesting depth, so its results would need a second pass over the item
+// heads anyway. Speed comes from cbor-common.ts: the common device state (a map of short text
+// keys to numbers, text and booleans) is read there in one pass as fast as cbor-x reads it
+// (bench/codec.ts); everything else falls through to the general reader below, which owns every
+// warning and error. The encoder writes float32 where exact (cbor-x writes float64 for 21.5).
+// cbor-x is used in the tests as the independent decoder the CBOR test vectors were checked against.
 import type { DecodeResult, DecodedState, EncodeResult } from './types.js';
 import { bytesToHex } from './hex.js';
 import { float16BitsToNumber } from './abcl/float16.js';
+import { decodeText, MAX_CBOR_DEPTH as MAX_DEPTH, NOT_COMMON, readCommonDeviceState, readCommonItem } from './cbor-common.js';
 import { isJsonObject, type JsonObject, type JsonValue, setMember } from '../core/json.js';
 import { CODEC_TIMESTAMP, epochMillisToIso, isoTimestamp } from '../core/time.js';
 import { ServiceError } from '../core/errors.js';
 
-const MAX_DEPTH = 32;
 const TAG_DATETIME_STRING = 0;
 const TAG_EPOCH = 1;
 const TAG_POSITIVE_BIGNUM = 2;
@@ -23,24 +25,9 @@ const TAG_GEO = 103;
 const TAG_DATA_POINT = 120;
 const TAG_EXTENDED_TIME = 1001;
 const BREAK = 0xff;
-const UTF8_DECODER = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 const UTF8_ENCODER = new TextEncoder();
 
 class CborStructureError extends Error {}
-
-/** Short ASCII text (asset names) skips TextDecoder, whose per-call cost dominates here. */
-function decodeText(bytes: Uint8Array): string {
-  if (bytes.length <= 32) {
-    let text = '';
-    for (let i = 0; i < bytes.length; i++) {
-      const byte = bytes[i]!;
-      if (byte >= 0x80) return UTF8_DECODER.decode(bytes);
-      text += String.fromCharCode(byte);
-    }
-    return text;
-  }
-  return UTF8_DECODER.decode(bytes);
-}
 
 /** A bignum-sized argument is kept as a bigint so that it is rounded exactly once. */
 type Argument = number | bigint;
@@ -185,7 +172,7 @@ function readValue(reader: CborReader, depth: number, what: string, rawBytes = f
       const length = Number(head.argument);
       if (length > reader.remaining) throw new CborStructureError(`string length ${head.argument} exceeds the remaining ${reader.remaining} bytes`);
       const bytes = reader.readBytes(length);
-      if (head.major === 3) return decodeText(bytes);
+      if (head.major === 3) return decodeText(bytes, 0, bytes.length);
       return rawBytes ? bytes : bytesToHex(bytes);
     }
     case 4: {
@@ -374,7 +361,15 @@ function readDeviceState(reader: CborReader): { [asset: string]: DecodedState } 
   return states;
 }
 
+/** A CBOR device state: the common kind read fast (cbor-common.ts), anything else by the general reader. */
 export function decodeCborDeviceState(bytes: Uint8Array): DecodeResult {
+  const states = readCommonDeviceState(bytes);
+  if (states !== NOT_COMMON) return { states, warnings: [], errors: [] };
+  return decodeCborDeviceStateInFull(bytes);
+}
+
+/** The general reader alone: every rule, warning and error (the reference the common path is tested against). */
+export function decodeCborDeviceStateInFull(bytes: Uint8Array): DecodeResult {
   if (bytes.length === 0) return { states: {}, warnings: [], errors: ['empty CBOR payload'] };
   const reader = new CborReader(bytes);
   try {
@@ -389,6 +384,13 @@ export function decodeCborDeviceState(bytes: Uint8Array): DecodeResult {
 
 /** Decodes any single item to JSON (used for item-level tests and tools). */
 export function decodeCborItem(bytes: Uint8Array, options: { keepNonFinite?: boolean } = {}): { value?: JsonValue; warnings: string[]; errors: string[] } {
+  const value = readCommonItem(bytes);
+  if (value !== NOT_COMMON) return { value, warnings: [], errors: [] };
+  return decodeCborItemInFull(bytes, options);
+}
+
+/** The general reader alone, for one item. */
+export function decodeCborItemInFull(bytes: Uint8Array, options: { keepNonFinite?: boolean } = {}): { value?: JsonValue; warnings: string[]; errors: string[] } {
   if (bytes.length === 0) return { warnings: [], errors: ['empty CBOR payload'] };
   const reader = new CborReader(bytes, options.keepNonFinite);
   try {

@@ -3,7 +3,7 @@
 import { parseExpression, type CompiledExpression } from './expression.js';
 import { parseJsonPath, type PathStep } from './json-path.js';
 import { memberPath, type LoadProblems } from './problems.js';
-import { isJsonObject, type JsonObject, type JsonValue } from '../../core/json.js';
+import type { JsonObject, JsonValue } from '../../core/json.js';
 
 export type CanonicalType = 'integer' | 'number' | 'boolean' | 'string' | 'hexstring';
 
