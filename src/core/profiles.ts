@@ -3,6 +3,7 @@ import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import type { RE2JS } from 're2js';
 import { ServiceError } from './errors.js';
+import { isJsonObject } from './json.js';
 
 // Ajv and RE2 load when the first profile is compiled, not when the daemon starts: a gateway at
 // rest, or one whose devices have not sent yet, carries neither (docs/architecture.md).
@@ -28,16 +29,12 @@ export interface ValueCheck {
   error?: string;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /**
  * Checks the shape of a profile and returns the schema that ajv compiles (validated keywords only).
  * Throws INVALID_PROFILE naming the path of the first problem.
  */
 function toValidatedSchema(profile: unknown, path: string, topLevel: boolean): Record<string, unknown> {
-  if (!isPlainObject(profile)) throw new ServiceError('INVALID_PROFILE', `${path} must be an object`);
+  if (!isJsonObject(profile)) throw new ServiceError('INVALID_PROFILE', `${path} must be an object`);
   const schema: Record<string, unknown> = {};
   const type = profile.type;
   if (type === undefined) {
@@ -77,7 +74,7 @@ function toValidatedSchema(profile: unknown, path: string, topLevel: boolean): R
         schema.required = v;
         break;
       case 'properties': {
-        if (!isPlainObject(v)) throw new ServiceError('INVALID_PROFILE', `${where} must be an object`);
+        if (!isJsonObject(v)) throw new ServiceError('INVALID_PROFILE', `${where} must be an object`);
         const properties: Record<string, unknown> = {};
         for (const [name, sub] of Object.entries(v)) {
           // ajv skips a `__proto__` property schema without a word: the member would go unchecked.
@@ -97,7 +94,7 @@ function toValidatedSchema(profile: unknown, path: string, topLevel: boolean): R
 
 /** Reads profile keys case-insensitively at the top (SDKs send `Type`), keeping unknown keys. */
 export function normalizeProfile(raw: unknown): Profile {
-  if (!isPlainObject(raw)) throw new ServiceError('INVALID_PROFILE', 'profile must be an object');
+  if (!isJsonObject(raw)) throw new ServiceError('INVALID_PROFILE', 'profile must be an object');
   const profile: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const lower = key.toLowerCase();

@@ -1,8 +1,8 @@
 // `outpost codec check | decode | encode` on the abcl/ examples, with the JSON shapes of docs/codecs.md, "Command line".
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runCodecCommand } from '../../src/cli/commands/codec.js';
 import { repoRoot } from './helpers.js';
@@ -21,6 +21,7 @@ async function runJson(args: string[]): Promise<{ code: number; body: Record<str
 
 const example = (name: string) => join(repoRoot, 'abcl', name);
 const scratch = mkdtempSync(join(tmpdir(), 'outpost-codec-cli-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('codec check', () => {
   test('every example checks out', async () => {

@@ -3,6 +3,8 @@
  * datagram layouts and the JSON of uplinks (`rxpk`), gateway status (`stat`) and downlinks (`txpk`).
  * Pure functions: the door in ./door.ts owns the socket.
  */
+import { isJsonObject } from '../../core/json.js';
+
 export const PacketType = {
   PushData: 0x00,
   PushAck: 0x01,
@@ -49,10 +51,6 @@ function jsonText(bytes: Buffer): string {
   return bytes.toString('utf8', 0, end);
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 export function parseDatagram(bytes: Buffer): ParseResult {
   if (bytes.length < 4) return { ok: false, reason: 'too-short' };
   const version = bytes[0]!;
@@ -73,7 +71,7 @@ export function parseDatagram(bytes: Buffer): ParseResult {
       // An unreadable TX_ACK still answers the PULL_RESP; what it says is unknown, so it counts as an error.
       return { ok: true, datagram: { type: 'tx-ack', version, token, gatewayEui, error: 'UNREADABLE_TX_ACK' } };
     }
-    const ack = isObject(parsed) && isObject(parsed.txpk_ack) ? parsed.txpk_ack : undefined;
+    const ack = isJsonObject(parsed) && isJsonObject(parsed.txpk_ack) ? parsed.txpk_ack : undefined;
     const error = ack && typeof ack.error === 'string' ? ack.error : undefined;
     return { ok: true, datagram: { type: 'tx-ack', version, token, gatewayEui, error: error === undefined || error === 'NONE' ? undefined : error } };
   }
@@ -83,9 +81,9 @@ export function parseDatagram(bytes: Buffer): ParseResult {
   } catch {
     return { ok: false, reason: 'bad-json', version, token, type };
   }
-  if (!isObject(parsed)) return { ok: false, reason: 'bad-json', version, token, type };
-  const rxpk = Array.isArray(parsed.rxpk) ? (parsed.rxpk.filter(isObject) as Rxpk[]) : [];
-  const stat = isObject(parsed.stat) ? parsed.stat : undefined;
+  if (!isJsonObject(parsed)) return { ok: false, reason: 'bad-json', version, token, type };
+  const rxpk = Array.isArray(parsed.rxpk) ? (parsed.rxpk.filter(isJsonObject) as Rxpk[]) : [];
+  const stat = isJsonObject(parsed.stat) ? parsed.stat : undefined;
   return { ok: true, datagram: { type: 'push-data', version, token, gatewayEui, body: { rxpk, stat } } };
 }
 
