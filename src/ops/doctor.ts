@@ -4,9 +4,9 @@ import { createSocket } from 'node:dgram';
 import { connect as tcpConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { dirname, join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { ConfigError, loadConfig, type ConfigSources, type OutpostConfig } from '../core/config.js';
-import { checkDatabaseFile, DATABASE_FILE } from './backup.js';
+import { DATABASE_FILE } from './backup.js';
+import { checkDatabaseFile, receiveTimesOutside } from '../store/database-files.js';
 import { daemonHolding } from './daemon-presence.js';
 import type { DaemonStatus } from './status.js';
 
@@ -350,29 +350,17 @@ function checkClock(dataDir: string, now: number): Finding {
   const path = join(dataDir, DATABASE_FILE);
   if (!existsSync(path) || statSync(path).size === 0) return good('clock', `system clock ${iso(now)}`);
   try {
-    const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
-    try {
-      // The newest 100 000 states by seq (the primary key): bounded work on any database size.
-      const row = db
-        .prepare(
-          `SELECT count(*) AS n, sum(received_at < ?) AS early, sum(received_at > ?) AS late
-             FROM states WHERE seq > (SELECT coalesce(max(seq), 0) FROM states) - 100000`,
-        )
-        .get(EARLIEST_PLAUSIBLE, now + 5 * 60_000) as { n: number; early: number | null; late: number | null };
-      const early = row.early ?? 0;
-      const late = row.late ?? 0;
-      if (early === 0 && late === 0) return good('clock', `system clock ${iso(now)}; receive times of the last ${row.n} states are plausible`);
-      const parts = [];
-      if (early) parts.push(`${early} received before ${iso(EARLIEST_PLAUSIBLE).slice(0, 10)} (the clock was not set then)`);
-      if (late) parts.push(`${late} received "after" now (the clock has gone back since)`);
-      return bad(
-        'clock',
-        `of the last ${row.n} states, ${parts.join(' and ')}`,
-        'keep time sync on (`timedatectl set-ntp true`) or fit an RTC; those states keep their wrong times: correct or delete them, or accept them as history',
-      );
-    } finally {
-      db.close();
-    }
+    // The newest 100 000 states: bounded work on any database size.
+    const { checked, early, late } = receiveTimesOutside(path, EARLIEST_PLAUSIBLE, now + 5 * 60_000, 100_000);
+    if (early === 0 && late === 0) return good('clock', `system clock ${iso(now)}; receive times of the last ${checked} states are plausible`);
+    const parts = [];
+    if (early) parts.push(`${early} received before ${iso(EARLIEST_PLAUSIBLE).slice(0, 10)} (the clock was not set then)`);
+    if (late) parts.push(`${late} received "after" now (the clock has gone back since)`);
+    return bad(
+      'clock',
+      `of the last ${checked} states, ${parts.join(' and ')}`,
+      'keep time sync on (`timedatectl set-ntp true`) or fit an RTC; those states keep their wrong times: correct or delete them, or accept them as history',
+    );
   } catch (err) {
     return good('clock', `system clock ${iso(now)} (stored states not checked: ${(err as Error).message})`);
   }
