@@ -15,7 +15,7 @@ export function openStore(config: OutpostConfig): Store {
 export function withRegistry<T>(config: OutpostConfig, work: (registry: Registry, store: Store) => T): T {
   const store = openStore(config);
   try {
-    return work(new Registry(new Catalog(store), systemClock, config.limits), store);
+    return work(new Registry(new Catalog(store), store, systemClock, config.limits), store);
   } finally {
     store.close();
   }
@@ -32,7 +32,7 @@ export function openCodecParts(config: OutpostConfig) {
     catalog,
     codecs,
     logger,
-    registry: new Registry(catalog, systemClock, config.limits),
+    registry: new Registry(catalog, store, systemClock, config.limits),
     close() {
       codecs.dispose();
       store.close();

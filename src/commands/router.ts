@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ServiceError, isServiceError } from '../core/errors.js';
 import { canCommand, type Principal } from '../core/access.js';
 import type { Clock } from '../core/time.js';
+import type { CommandStore } from '../store/commands.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
 import { isJsonObject, type JsonValue, memberIgnoringCase } from '../core/json.js';
@@ -126,13 +127,16 @@ function parseMeta(raw: unknown): Record<string, JsonValue> | null {
  */
 export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refused: [CommandRefusal] }> {
   readonly #catalog: Catalog;
+  readonly #log: CommandStore;
   readonly #clock: Clock;
   readonly #sinks: CommandSink[] = [];
   commandsSent = 0;
 
-  constructor(catalog: Catalog, clock: Clock) {
+  /** `log`: where every routed command is recorded. */
+  constructor(catalog: Catalog, log: CommandStore, clock: Clock) {
     super();
     this.#catalog = catalog;
+    this.#log = log;
     this.#clock = clock;
   }
 
@@ -185,7 +189,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
     const meta = parseMeta(memberIgnoringCase(body, 'meta'));
     const device = this.#catalog.device(asset.deviceId)!;
     at ??= this.#clock.now();
-    this.#catalog.store.commands.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source: via });
+    this.#log.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: AssetCommand = { device, asset, value, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
@@ -211,7 +215,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
       return asset;
     });
     const at = this.#clock.now();
-    this.#catalog.store.commands.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source: via });
+    this.#log.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: DeviceCommand = { device, values, assets, meta, at };
     const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;

@@ -1,7 +1,7 @@
 import { ServiceError } from '../core/errors.js';
 import type { Catalog } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
-import type { KeptRawUplink } from '../store/redecode-jobs.js';
+import type { KeptRawUplink, RedecodeJobs } from '../store/redecode-jobs.js';
 import { parseCodecSettings, type DeviceCodecs, type StoredCodecSettings } from '../device-codecs/device-codecs.js';
 import { currentUplinkDecoder, type UplinkDecoder } from '../ingest/decoders.js';
 import { evaluateUplink, parseRange, type UplinkEvaluation } from '../device-codecs/redecode.js';
@@ -140,14 +140,14 @@ export function compareCodecs(catalog: Catalog, deviceId: string, current: Uplin
  * compiled with the same sandbox limits as a live codec, so a script that loops or eats memory is
  * stopped and reported per uplink. Nothing is stored, and the candidate is disposed afterwards.
  */
-export async function tryCodec(catalog: Catalog, codecs: DeviceCodecs, device: DeviceRecord, request: TryRequest): Promise<TryReport> {
+export async function tryCodec(catalog: Catalog, jobs: RedecodeJobs, codecs: DeviceCodecs, device: DeviceRecord, request: TryRequest): Promise<TryReport> {
   const { codec, warnings, version } = await codecs.compile(request.settings);
   try {
     const candidate: UplinkDecoder = {
       version,
       decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
     };
-    const uplinks = catalog.store.redecodeJobs.latestUplinks(device.id, request.from, request.to, request.limit);
+    const uplinks = jobs.latestUplinks(device.id, request.from, request.to, request.limit);
     return { ...compareCodecs(catalog, device.id, currentUplinkDecoder(codecs, device), candidate, uplinks), warnings };
   } finally {
     codec.dispose();

@@ -150,7 +150,7 @@ export class DeviceCodecs {
    * Brings the compiled set in line with the database: at start, and after the CLI changed codec
    * settings from another process. Devices whose stored settings did not change are left alone.
    */
-  async syncFromStore(store: Store): Promise<void> {
+  async syncFromStore(store: Pick<Store, 'devices'>): Promise<void> {
     const seen = new Set<string>();
     for (const device of store.devices.list()) {
       if (!device.codec) continue;
@@ -199,7 +199,7 @@ export class DeviceCodecs {
 }
 
 /** Applies new codec settings to a device: compile first, so a bad one leaves the old active. */
-export async function setDeviceCodec(store: Store, codecs: DeviceCodecs, clock: Clock, device: DeviceRecord, body: unknown) {
+export async function setDeviceCodec(store: Pick<Store, 'devices'>, codecs: DeviceCodecs, clock: Clock, device: DeviceRecord, body: unknown) {
   const settings = parseCodecSettings(body);
   const { codec, warnings, version } = await codecs.compile(settings);
   const source = JSON.stringify(settings);

@@ -110,7 +110,7 @@ export function redecodeView(job: RedecodeJob) {
 }
 
 export interface RedecodeDeps {
-  store: Store;
+  store: Pick<Store, 'redecodeJobs'>;
   catalog: Catalog;
   codecs: DeviceCodecs;
   clock: Clock;

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ServiceError, isServiceError } from '../core/errors.js';
 import type { Clock } from '../core/time.js';
+import type { UplinkStore } from '../store/uplinks.js';
 import type { Catalog, CachedAsset } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
 import type { StoredState } from '../store/states.js';
@@ -87,6 +88,7 @@ type PipelineEvents = { state: [StateEvent]; refused: [RefusalEvent] };
 export class StatePipeline extends EventEmitter<PipelineEvents> {
   readonly #catalog: Catalog;
   readonly #writer: StateWriter;
+  readonly #uplinks: UplinkStore;
   readonly #clock: Clock;
   readonly #decoder: DeviceStateDecoder;
   readonly limits: InputLimits;
@@ -95,10 +97,12 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
   /** States a gateway sent again that were already held (central role). */
   duplicates = 0;
 
-  constructor(catalog: Catalog, writer: StateWriter, clock: Clock, options: PipelineOptions = {}) {
+  /** `uplinks`: where raw uplinks are kept, in the same group commit as their states. */
+  constructor(catalog: Catalog, writer: StateWriter, uplinks: UplinkStore, clock: Clock, options: PipelineOptions = {}) {
     super();
     this.#catalog = catalog;
     this.#writer = writer;
+    this.#uplinks = uplinks;
     this.#clock = clock;
     this.limits = { jsonDepth: options.jsonDepth ?? DEFAULT_JSON_DEPTH };
     this.#decoder = options.decoder ?? new DeviceStateDecoder(undefined, this.limits);
@@ -195,10 +199,10 @@ export class StatePipeline extends EventEmitter<PipelineEvents> {
   /** Inserts the raw uplink in the batch's transaction and points its states at it (provenance). */
   #alongside(uplink: KeptUplink | undefined, states: StoredState[], door: AlongsideWrite | undefined): AlongsideWrite | undefined {
     if (!uplink) return door;
-    const store = this.#catalog.store;
+    const uplinks = this.#uplinks;
     return () => {
       const { raw } = uplink;
-      const seq = store.uplinks.record({
+      const seq = uplinks.record({
         deviceId: raw.deviceId,
         at: raw.receivedAt,
         payload: raw.payload,

@@ -33,13 +33,13 @@ interface PendingBatch {
  * instead of one per message.
  */
 export class StateWriter {
-  readonly #store: Store;
+  readonly #store: Pick<Store, 'states' | 'transaction' | 'health'>;
   readonly #maxBatch: number;
   #pending: PendingBatch | null = null;
   #onCommit: ((count: number, micros: number) => void) | undefined;
   readonly #hooks: BatchHook[] = [];
 
-  constructor(store: Store, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
+  constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
     this.#maxBatch = options.maxBatch ?? 5000;
     this.#onCommit = options.onCommit;

@@ -4,7 +4,6 @@ import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { Counter, MetricsRegistry } from '../ops/metrics.js';
 import type { Catalog } from '../store/catalog.js';
-import type { Store } from '../store/store.js';
 import type { LastUplink, LorawanDeviceStore } from '../store/lorawan-devices.js';
 import type { DownlinkRecord } from '../store/downlink-queue.js';
 import type { StatePipeline } from '../ingest/ingest.js';
@@ -38,7 +37,6 @@ import type { DownlinkQueue } from './downlink-queue.js';
 export type UnclaimedFrameHandler = (frame: RadioFrame, source: RadioSource, reason: string) => boolean;
 
 export interface NetworkServerDeps {
-  store: Store;
   devices: LorawanDeviceStore;
   sessions: SessionRegistry;
   queue: DownlinkQueue;

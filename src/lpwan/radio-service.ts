@@ -21,7 +21,8 @@ import { bindError } from '../doors/bind-errors.js';
 
 export interface RadioServiceDeps {
   config: OutpostConfig;
-  store: Store;
+  /** LoRaWAN sessions and the downlink queue. */
+  store: Pick<Store, 'lorawanDevices' | 'downlinks'>;
   catalog: Catalog;
   pipeline: StatePipeline;
   codecs: DeviceCodecs;
@@ -64,7 +65,6 @@ export class RadioService implements Door {
     };
     const region = regionByName(config.radio.region);
     this.server = new NetworkServer({
-      store,
       devices,
       sessions: this.sessions,
       queue: this.queue,

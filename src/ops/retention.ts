@@ -17,12 +17,12 @@ export interface RetentionLimits {
  */
 export class HistoryPruner {
   readonly #touched = new Set<string>();
-  readonly #store: Store;
+  readonly #store: Pick<Store, 'states' | 'uplinks' | 'health'>;
   readonly #clock: Clock;
   readonly #limits: RetentionLimits;
   readonly #logger: Logger;
 
-  constructor(store: Store, pipeline: StatePipeline, clock: Clock, limits: RetentionLimits, logger: Logger) {
+  constructor(store: Pick<Store, 'states' | 'uplinks' | 'health'>, pipeline: StatePipeline, clock: Clock, limits: RetentionLimits, logger: Logger) {
     this.#store = store;
     this.#clock = clock;
     this.#limits = limits;

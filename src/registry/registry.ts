@@ -4,6 +4,7 @@ import { ID_PATTERN, assetNameProblem, type TokenKind } from '../core/ids.js';
 import { normalizeProfile, type Profile } from '../core/profiles.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
+import type { Store } from '../store/store.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../core/model.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 import { setDeviceCodec, type DeviceCodecs } from '../device-codecs/device-codecs.js';
@@ -37,25 +38,26 @@ export function parseScopes(raw: unknown): Scope[] {
 /** `deviceChanged`: the device or one of its assets was created, changed or deleted (the upstream catalog listens). */
 type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord]; deviceChanged: [deviceId: string] };
 
+/** The aggregates the registry changes. */
+export type RegistryStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'gateways'>;
+
 /**
  * Devices, assets and tokens: the rules for creating and changing them, shared by the HTTP API
  * and the CLI so both refuse the same things with the same messages.
  */
 export class Registry extends EventEmitter<RegistryEvents> {
   readonly #catalog: Catalog;
+  readonly #store: RegistryStores;
   readonly #clock: Clock;
   // Read on every use: a config reload changes the limit in place.
   readonly #limits: { assetsPerDevice: number };
 
-  constructor(catalog: Catalog, clock: Clock, limits: { assetsPerDevice: number }) {
+  constructor(catalog: Catalog, store: RegistryStores, clock: Clock, limits: { assetsPerDevice: number }) {
     super();
     this.#catalog = catalog;
+    this.#store = store;
     this.#clock = clock;
     this.#limits = limits;
-  }
-
-  get #store() {
-    return this.#catalog.store;
   }
 
   requireDevice(id: string): DeviceRecord {

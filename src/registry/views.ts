@@ -9,7 +9,7 @@ export interface StateView {
 }
 
 /** The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. */
-export function assetView(asset: AssetRecord, store: Store) {
+export function assetView(asset: AssetRecord, store: Pick<Store, 'states'>) {
   const latest = store.states.latest(asset.id);
   return {
     id: asset.id,
@@ -39,7 +39,7 @@ export function deviceView(device: DeviceRecord) {
   };
 }
 
-export function deviceWithAssetsView(device: DeviceRecord, store: Store) {
+export function deviceWithAssetsView(device: DeviceRecord, store: Pick<Store, 'assets' | 'states'>) {
   return { ...deviceView(device), assets: store.assets.list(device.id).map((a) => assetView(a, store)) };
 }
 

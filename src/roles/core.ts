@@ -63,9 +63,9 @@ export class Core {
     this.writer = new StateWriter(store, { onCommit: (_n, micros) => commitSeconds.observe(micros / 1e6) });
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
-    this.pipeline = new StatePipeline(this.catalog, this.writer, clock, { jsonDepth: config.limits.jsonDepth, decoder: this.decoders });
-    this.registry = new Registry(this.catalog, clock, config.limits);
-    this.commands = new CommandRouter(this.catalog, clock);
+    this.pipeline = new StatePipeline(this.catalog, this.writer, store.uplinks, clock, { jsonDepth: config.limits.jsonDepth, decoder: this.decoders });
+    this.registry = new Registry(this.catalog, store, clock, config.limits);
+    this.commands = new CommandRouter(this.catalog, store.commands, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.redecode = new RedecodeRunner({
       store,

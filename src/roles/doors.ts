@@ -89,6 +89,7 @@ export async function mqttDoor(core: Core, gateways?: GatewayHub): Promise<Door 
   const door = new MqttDoor({
     config: config.mqtt,
     catalog: core.catalog,
+    states: core.store.states,
     pipeline: core.pipeline,
     registry: core.registry,
     commands: core.commands,
@@ -122,6 +123,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   metrics.counterFrom('outpost_console_events_dropped_total', 'Live events not sent to a stream that was not keeping up', () => live.eventsDropped);
   const api = apiRoutes({
     catalog: core.catalog,
+    store: core.store,
     registry: core.registry,
     pipeline: core.pipeline,
     commands: core.commands,
@@ -136,6 +138,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
     http: config.http,
     routes: [...api, ...consoleRoutes(live), ...(extras.routes ?? [])],
     catalog: core.catalog,
+    storeHealth: core.store.health,
     rateLimiter: core.rateLimiter,
     clock: core.clock,
     logger: core.logger,

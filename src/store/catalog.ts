@@ -5,6 +5,9 @@ import { ProfileValidators, type ValueCheck } from '../core/profiles.js';
 import type { AssetRecord, DeviceRecord } from '../core/model.js';
 import type { Store } from './store.js';
 
+/** What the catalog reads through, and the data version that tells it another process committed. */
+export type CatalogSource = Pick<Store, 'devices' | 'assets' | 'tokens' | 'dataVersion'>;
+
 /** Misses are cached too (as null); a cap keeps a flood of unknown tokens or ids from growing memory. */
 const CACHE_LIMIT = 50_000;
 
@@ -25,9 +28,10 @@ export interface CachedAsset extends AssetRecord {
  * `data_version`, and any commit from another connection empties the caches. That makes CLI-created
  * devices usable, and CLI-revoked tokens refused, on the very next request; a timer in the daemon
  * checks too, so sessions of revoked tokens are closed without waiting for traffic.
+ * It keeps its store to itself: code that writes takes the aggregate it needs (docs/architecture.md).
  */
 export class Catalog extends EventEmitter<{ externalChange: [] }> {
-  readonly store: Store;
+  readonly #store: CatalogSource;
   /** Compiled profile validators, shared with the registry so a profile is compiled before it is stored. */
   readonly validators = new ProfileValidators();
   readonly #devices = new Map<string, DeviceRecord | null>();
@@ -36,15 +40,15 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   readonly #principals = new Map<string, Principal | null>();
   #dataVersion: number;
 
-  constructor(store: Store) {
+  constructor(store: CatalogSource) {
     super();
-    this.store = store;
+    this.#store = store;
     this.#dataVersion = store.dataVersion();
   }
 
   /** Drops every cache if another process committed; returns whether it did. */
   syncWithDisk(): boolean {
-    const version = this.store.dataVersion();
+    const version = this.#store.dataVersion();
     if (version === this.#dataVersion) return false;
     this.#dataVersion = version;
     this.invalidate();
@@ -66,7 +70,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     const hash = hashToken(secret);
     let principal = this.#principals.get(hash);
     if (principal === undefined) {
-      const token = this.store.tokens.findByHash(hash);
+      const token = this.#store.tokens.findByHash(hash);
       principal = token ? { tokenId: token.id, kind: token.kind, deviceId: token.deviceId, scopes: token.scopes } : null;
       if (principal && token!.gatewayId) {
         const gatewayId = token!.gatewayId;
@@ -80,14 +84,14 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
 
   /** Whether a token id is still live (used to close sessions of revoked tokens). */
   isTokenLive(tokenId: string): boolean {
-    const token = this.store.tokens.get(tokenId);
+    const token = this.#store.tokens.get(tokenId);
     return !!token && token.revokedOn === null;
   }
 
   device(id: string): DeviceRecord | undefined {
     let device = this.#devices.get(id);
     if (device === undefined) {
-      device = this.store.devices.get(id) ?? null;
+      device = this.#store.devices.get(id) ?? null;
       remember(this.#devices, id, device);
     }
     return device ?? undefined;
@@ -101,7 +105,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     const key = `${deviceId}/${name}`;
     let asset = this.#assetsByName.get(key);
     if (asset === undefined) {
-      asset = this.#withValidator(this.store.assets.byName(deviceId, name));
+      asset = this.#withValidator(this.#store.assets.byName(deviceId, name));
       remember(this.#assetsByName, key, asset);
     }
     return asset ?? undefined;
@@ -110,7 +114,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   assetById(id: string): CachedAsset | undefined {
     let asset = this.#assetsById.get(id);
     if (asset === undefined) {
-      asset = this.#withValidator(this.store.assets.byId(id));
+      asset = this.#withValidator(this.#store.assets.byId(id));
       remember(this.#assetsById, id, asset);
     }
     return asset ?? undefined;

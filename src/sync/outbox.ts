@@ -24,6 +24,15 @@ type OutboxEvents = {
   rows: [deviceIds: ReadonlySet<string>];
 };
 
+export interface OutboxDeps {
+  /** Devices and assets for catalog messages, the outbox rows, and one transaction around announcing every catalog. */
+  store: Pick<Store, 'devices' | 'assets' | 'outbox' | 'transaction'>;
+  catalog: Catalog;
+  clock: Clock;
+  config: UpstreamConfig;
+  logger: Logger;
+}
+
 /**
  * The gateway's outbox (docs/sync.md): every accepted state of a synced device gets a row in the
  * same transaction that stores it (a BatchHook of the StateWriter, so HTTP, MQTT, radio and CLI
@@ -33,7 +42,7 @@ type OutboxEvents = {
  */
 export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   readonly rows: OutboxStore;
-  readonly #store: Store;
+  readonly #store: OutboxDeps['store'];
   readonly #catalog: Catalog;
   readonly #clock: Clock;
   readonly #config: UpstreamConfig;
@@ -50,7 +59,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   /** What the open batch transaction added; applied on commit, forgotten on rollback. */
   #pending: { depth: number; bytes: number; dropped: number; devices: Set<string>; announced: Map<string, string> } | null = null;
 
-  constructor(deps: { store: Store; catalog: Catalog; clock: Clock; config: UpstreamConfig; logger: Logger }) {
+  constructor(deps: OutboxDeps) {
     super();
     this.#store = deps.store;
     this.#catalog = deps.catalog;

@@ -49,7 +49,7 @@ function setup() {
   const writer = new StateWriter(store);
   const logger = createLogger('silent');
   const codecs = new DeviceCodecs(config, logger);
-  const pipeline = new StatePipeline(catalog, writer, { now: () => Date.now() }, { decoder: new DeviceStateDecoder(codecs) });
+  const pipeline = new StatePipeline(catalog, writer, store.uplinks, { now: () => Date.now() }, { decoder: new DeviceStateDecoder(codecs) });
   const events = new DeviceEvents();
   const metrics = new MetricsRegistry();
   const radio = new RadioService({ config, store, catalog, pipeline, codecs, events, clock: { now: () => Date.now() }, logger, metrics });

@@ -84,7 +84,7 @@ async function runCodecTry(config: OutpostConfig, deviceId: string, request: Try
     const device = parts.registry.requireDevice(deviceId);
     // The device's current codec, compiled here the way the daemon compiled it.
     await parts.codecs.syncFromStore(parts.store);
-    const report = await tryCodec(parts.catalog, parts.codecs, device, request);
+    const report = await tryCodec(parts.catalog, parts.store.redecodeJobs, parts.codecs, device, request);
     out(json ? JSON.stringify(report, null, 2) : formatTryReport(report));
     return 0;
   } finally {

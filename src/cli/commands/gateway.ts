@@ -22,7 +22,7 @@ export const command: CliCommand = {
     const store = openStore(a.config);
     try {
       const catalog = new Catalog(store);
-      const gateways = new GatewayRegistry(catalog, new Registry(catalog, systemClock, a.config.limits), systemClock);
+      const gateways = new GatewayRegistry(catalog, new Registry(catalog, store, systemClock, a.config.limits), store.gateways, systemClock);
       const verbs = {
         create: () => createGateway(a, gateways),
         list: () => listGateways(a, gateways),

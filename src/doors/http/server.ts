@@ -3,6 +3,7 @@ import { ServiceError, isServiceError } from '../../core/errors.js';
 import type { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
+import type { StoreHealth } from '../../store/health.js';
 import type { Logger } from '../../ops/logger.js';
 import { Counter } from '../../ops/metrics.js';
 import { requestContext } from './request-context.js';
@@ -11,6 +12,8 @@ import { Router, type Method, type Reply, type Route } from '../../doors/http/ro
 export interface HttpServerOptions {
   routes: Route[];
   catalog: Catalog;
+  /** Where a storage failure (damaged file, no space) is recorded and turned into its refusal. */
+  storeHealth: StoreHealth;
   rateLimiter: RateLimiter;
   clock: Clock;
   logger: Logger;
@@ -51,7 +54,7 @@ export function errorReply(err: ServiceError): Reply {
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const router = new Router(options.routes);
-  const { catalog, logger, requestsByStatus } = options;
+  const { catalog, storeHealth, logger, requestsByStatus } = options;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<Reply> {
     // Split by hand: WHATWG URL parsing costs more than the rest of routing on this hot path.
@@ -90,7 +93,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     handle(req, res)
       .then((reply) => send(res, reply))
       .catch((err: unknown) => {
-        const refusal = isServiceError(err) ? err : catalog.store.health.observe(err);
+        const refusal = isServiceError(err) ? err : storeHealth.observe(err);
         if (refusal) {
           // The rest of an oversize body is not worth reading: answer and close the connection.
           if (refusal.status === 413) res.setHeader('connection', 'close');

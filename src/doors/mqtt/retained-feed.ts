@@ -1,6 +1,7 @@
 import type { Client, Subscription } from 'aedes';
 import { feedText } from '../../ingest/ingest.js';
 import type { Catalog } from '../../store/catalog.js';
+import type { StateStore } from '../../store/states.js';
 import { filterMatches } from '../../doors/mqtt/topics.js';
 
 const noop = () => {};
@@ -77,8 +78,8 @@ export class RetainedFeed {
 }
 
 /** Fills the feed from the store's latest states (at start: nothing of it is persisted by the broker). */
-export function loadRetained(feed: RetainedFeed, catalog: Catalog): void {
-  for (const latest of catalog.store.states.allLatest()) {
+export function loadRetained(feed: RetainedFeed, catalog: Catalog, states: StateStore): void {
+  for (const latest of states.allLatest()) {
     const asset = catalog.assetById(latest.assetId);
     if (asset) feed.offer(asset.deviceId, asset.name, latest.at, latest.valueJson);
   }

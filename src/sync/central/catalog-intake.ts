@@ -3,6 +3,7 @@ import { ID_PATTERN } from '../../core/ids.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { GatewayStore } from '../../store/gateways.js';
+import type { Store } from '../../store/store.js';
 import type { Registry } from '../../registry/registry.js';
 import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 
@@ -16,20 +17,22 @@ import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 export class CatalogIntake {
   readonly #catalog: Catalog;
   readonly #registry: Registry;
+  readonly #store: Pick<Store, 'devices' | 'transaction'>;
   readonly #gateways: GatewayStore;
   readonly #clock: Clock;
 
-  constructor(catalog: Catalog, registry: Registry, gateways: GatewayStore, clock: Clock) {
+  constructor(catalog: Catalog, registry: Registry, store: Pick<Store, 'devices' | 'gateways' | 'transaction'>, clock: Clock) {
     this.#catalog = catalog;
     this.#registry = registry;
-    this.#gateways = gateways;
+    this.#store = store;
+    this.#gateways = store.gateways;
     this.#clock = clock;
   }
 
   /** Applies one catalog message; a refusal is returned (and nothing changed), never thrown. */
   apply(gatewayId: string, deviceId: string, payload: Buffer): ServiceError | undefined {
     try {
-      this.#catalog.store.transaction(() => this.#apply(gatewayId, deviceId, payload));
+      this.#store.transaction(() => this.#apply(gatewayId, deviceId, payload));
       return undefined;
     } catch (err) {
       this.#catalog.invalidate();
@@ -40,8 +43,7 @@ export class CatalogIntake {
 
   #apply(gatewayId: string, deviceId: string, payload: Buffer): void {
     if (!ID_PATTERN.test(deviceId)) throw new ServiceError('INVALID_BODY', `device ID ${JSON.stringify(deviceId)} is not 24 characters of A-Z, a-z and 0-9`);
-    const store = this.#catalog.store;
-    const existing = store.devices.get(deviceId);
+    const existing = this.#store.devices.get(deviceId);
     if (existing && existing.gatewayId !== gatewayId) {
       const owner = existing.gatewayId ? `gateway ${existing.gatewayId}` : 'no gateway';
       throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} exists at the central and belongs to ${owner}`);

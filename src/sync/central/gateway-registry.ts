@@ -1,7 +1,7 @@
 import { ServiceError } from '../../core/errors.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
-import { GatewayStore, type GatewayRecord } from '../../store/gateways.js';
+import type { GatewayStore, GatewayRecord } from '../../store/gateways.js';
 import type { Registry } from '../../registry/registry.js';
 import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 
@@ -23,11 +23,11 @@ export class GatewayRegistry {
   readonly #registry: Registry;
   readonly #clock: Clock;
 
-  constructor(catalog: Catalog, registry: Registry, clock: Clock) {
+  constructor(catalog: Catalog, registry: Registry, gateways: GatewayStore, clock: Clock) {
     this.#catalog = catalog;
     this.#registry = registry;
     this.#clock = clock;
-    this.store = catalog.store.gateways;
+    this.store = gateways;
   }
 
   create(body: unknown): { gateway: GatewayRecord; token: string; tokenId: string } {

@@ -20,7 +20,7 @@ export function assetStateRoutes(deps: ApiDeps): Route[] {
 
 function getState(deps: ApiDeps, ctx: RequestContext) {
   const asset = readableAsset(deps, ctx);
-  const latest = deps.catalog.store.states.latest(asset.id);
+  const latest = deps.store.states.latest(asset.id);
   if (!latest) throw new ServiceError('NO_STATE', `asset "${asset.name}" has no state yet`);
   return { status: 200, body: { id: asset.id, state: { value: JSON.parse(latest.valueJson), at: iso(latest.at) } } };
 }
@@ -47,7 +47,7 @@ function stateHistory(deps: ApiDeps, ctx: RequestContext) {
   const asset = readableAsset(deps, ctx);
   // An empty cursor has always meant the first page here.
   const cursor = queryCursor(ctx.query, decodeHistoryCursor, { emptyIsFirstPage: true });
-  const page = deps.catalog.store.states.history(asset.id, {
+  const page = deps.store.states.history(asset.id, {
     from: queryTime(ctx.query, 'from'),
     to: queryTime(ctx.query, 'to'),
     limit: queryLimit(ctx.query, 100, 1000),

@@ -5,7 +5,7 @@ import { manageableDevice, readableAsset, readableDevice, type ApiDeps } from '.
 /** A device's assets: `/device/<id>/assets`, `/device/<id>/asset/<name>`, `/asset/<assetId>` (docs/api.md, "Paths"). */
 export function assetRoutes(deps: ApiDeps): Route[] {
   const { registry } = deps;
-  const store = deps.catalog.store;
+  const store = deps.store;
   return [
     {
       pattern: '/device/:deviceId/assets',

@@ -30,7 +30,7 @@ export function codecRoutes(deps: ApiDeps): Route[] {
         POST: async (ctx) => {
           const device = adminDevice(deps, ctx);
           const request = parseTryBody(await ctx.body(['json']));
-          return { status: 200, body: await tryCodec(deps.catalog, deps.codecs, device, request) };
+          return { status: 200, body: await tryCodec(deps.catalog, deps.store.redecodeJobs, deps.codecs, device, request) };
         },
       },
     },

@@ -3,6 +3,7 @@
 import { canManageAssets, canReadDevice } from '../../../core/access.js';
 import type { Clock } from '../../../core/time.js';
 import type { CachedAsset, Catalog } from '../../../store/catalog.js';
+import type { Store } from '../../../store/store.js';
 import type { DeviceRecord } from '../../../core/model.js';
 import type { StatePipeline } from '../../../ingest/ingest.js';
 import { resolveAsset, type AssetTarget } from '../../../registry/targets.js';
@@ -16,6 +17,8 @@ import type { RequestContext } from '../router.js';
 
 export interface ApiDeps {
   catalog: Catalog;
+  /** The aggregates the read paths list from (history, uplinks, tokens, the device list) and codec trials read. */
+  store: Pick<Store, 'devices' | 'assets' | 'tokens' | 'states' | 'uplinks' | 'redecodeJobs'>;
   registry: Registry;
   pipeline: StatePipeline;
   commands: CommandRouter;

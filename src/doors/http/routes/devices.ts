@@ -8,7 +8,7 @@ import { iso, readableDevice, type ApiDeps } from './deps.js';
 /** `/devices`, `/device/<id>` and `/device/<id>/token` (docs/api.md, "Paths"). */
 export function deviceRoutes(deps: ApiDeps): Route[] {
   const { registry } = deps;
-  const store = deps.catalog.store;
+  const store = deps.store;
   return [
     { pattern: '/devices', methods: { GET: (ctx) => listDevices(deps, ctx), POST: (ctx) => createDevice(deps, ctx) } },
     {
@@ -41,7 +41,7 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
 
 function listDevices(deps: ApiDeps, ctx: RequestContext) {
   if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
-  const store = deps.catalog.store;
+  const store = deps.store;
   const lastSeen = store.devices.lastStateAtByDevice();
   const radioLinks = deps.lorawan?.links() ?? new Map();
   // How each device reaches this instance: by radio, through a gateway (central role), or over IP.
@@ -52,5 +52,5 @@ function listDevices(deps: ApiDeps, ctx: RequestContext) {
 async function createDevice(deps: ApiDeps, ctx: RequestContext) {
   requireAdmin(ctx);
   const { device, token, tokenId } = deps.registry.createDevice(await ctx.body());
-  return { status: 201, body: { ...deviceWithAssetsView(device, deps.catalog.store), token, tokenId }, headers: { location: `/device/${device.id}` } };
+  return { status: 201, body: { ...deviceWithAssetsView(device, deps.store), token, tokenId }, headers: { location: `/device/${device.id}` } };
 }

@@ -12,7 +12,7 @@ export function tokenRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: deps.catalog.store.tokens.list().map(tokenView) };
+          return { status: 200, body: deps.store.tokens.list().map(tokenView) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);

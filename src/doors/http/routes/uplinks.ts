@@ -13,7 +13,7 @@ const decodeUplinkCursor = (text: string) => (/^\d+$/.test(text) ? Number(text) 
 function listUplinks(deps: ApiDeps, ctx: RequestContext) {
   const device = readableDevice(deps, ctx);
   const cursor = queryCursor(ctx.query, decodeUplinkCursor);
-  const page = deps.catalog.store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor);
+  const page = deps.store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor);
   return {
     status: 200,
     body: {
