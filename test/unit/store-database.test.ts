@@ -71,7 +71,7 @@ test('a nested transaction is a savepoint: its failure undoes only its own write
   });
 });
 
-test('the data version moves when another connection commits, not for the store’s own writes', () => {
+test('the data version moves when another connection commits, not for writes through the store itself', () => {
   withStore((store) => {
     const before = store.dataVersion();
     store.devices.create({ name: 'own' }, 0);
