@@ -3,6 +3,8 @@ import type { Database, Statement } from 'better-sqlite3';
 /**
  * Prepared statements by their SQL text, prepared on first use. Preparing costs more than running
  * a small statement, and every aggregate of the store runs the same few statements on hot paths.
+ * One cache serves every aggregate of a connection, and a statement's mode (`pluck()`) stays set on
+ * it: the same SQL text must be read the same way wherever it is used.
  */
 export class StatementCache {
   readonly #db: Database;
