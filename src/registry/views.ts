@@ -8,9 +8,20 @@ export interface StateView {
   at: string;
 }
 
+type LatestState = { at: number; valueJson: string } | undefined;
+
 /** The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. */
 export function assetView(asset: AssetRecord, store: Pick<Store, 'states'>) {
-  const latest = store.states.latest(asset.id);
+  return assetShape(asset, store.states.latest(asset.id));
+}
+
+/** A device's assets with their latest states: two queries, whatever their number. */
+export function deviceAssetsView(deviceId: string, store: Pick<Store, 'assets' | 'states'>) {
+  const latest = store.states.latestOfDevice(deviceId);
+  return store.assets.list(deviceId).map((asset) => assetShape(asset, latest.get(asset.id)));
+}
+
+function assetShape(asset: AssetRecord, latest: LatestState) {
   return {
     id: asset.id,
     deviceId: asset.deviceId,
@@ -40,7 +51,7 @@ export function deviceView(device: DeviceRecord) {
 }
 
 export function deviceWithAssetsView(device: DeviceRecord, store: Pick<Store, 'assets' | 'states'>) {
-  return { ...deviceView(device), assets: store.assets.list(device.id).map((a) => assetView(a, store)) };
+  return { ...deviceView(device), assets: deviceAssetsView(device.id, store) };
 }
 
 /** Never includes the secret: only its hash is stored. */

@@ -92,6 +92,14 @@ export class StateStore {
     return row && { at: row.at as number, valueJson: row.value as string };
   }
 
+  /** The latest state of each asset of a device that has one, in one query (a device's asset list). */
+  latestOfDevice(deviceId: string): Map<string, { at: number; valueJson: string }> {
+    const rows = this.#db
+      .statement('SELECT l.asset_id, l.at, l.value FROM latest_states l JOIN assets a ON a.id = l.asset_id WHERE a.device_id = ?')
+      .all(deviceId) as Row[];
+    return new Map(rows.map((r) => [r.asset_id as string, { at: r.at as number, valueJson: r.value as string }]));
+  }
+
   /** Every asset's latest state: the MQTT door rebuilds its retained feed messages from this at start. */
   allLatest(): Array<{ assetId: string; at: number; valueJson: string }> {
     return (this.#db.statement('SELECT asset_id, at, value FROM latest_states').all() as Row[]).map((r) => ({

@@ -63,6 +63,23 @@ test('latest state is the greatest at, ties to the last received; history is new
   store.close();
 });
 
+test("a device's latest states are read in one query, without another device's", () => {
+  const store = Store.open(tempDir());
+  const asset = (deviceId: string, name: string) => store.assets.create({ deviceId, name, is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0);
+  const one = store.devices.create({ name: 'one' }, 0).device;
+  const other = store.devices.create({ name: 'other' }, 0).device;
+  const [a, b, quiet, elsewhere] = [asset(one.id, 'a'), asset(one.id, 'b'), asset(one.id, 'quiet'), asset(other.id, 'a')];
+  store.states.write([
+    { assetId: a.id, at: 1000, valueJson: '1', receivedAt: 1 },
+    { assetId: b.id, at: 2000, valueJson: '2', receivedAt: 1 },
+    { assetId: elsewhere.id, at: 3000, valueJson: '3', receivedAt: 1 },
+  ]);
+  const latest = store.states.latestOfDevice(one.id);
+  assert.deepEqual([...latest.entries()].sort(), [[a.id, { at: 1000, valueJson: '1' }], [b.id, { at: 2000, valueJson: '2' }]].sort());
+  assert.equal(latest.has(quiet.id), false, 'an asset with no state yet has no entry');
+  store.close();
+});
+
 test('retention keeps the newest N states per asset and drops states past the age limit', () => {
   const store = Store.open(tempDir());
   const { device } = store.devices.create({ name: 'd' }, 0);

@@ -1,4 +1,4 @@
-import { assetView } from '../../registry/views.js';
+import { assetView, deviceAssetsView } from '../../registry/views.js';
 import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { withRegistry } from '../open.js';
@@ -32,7 +32,7 @@ function createAsset({ config, positionals, values, show }: ManagementArgs): num
 function listAssets({ config, positionals, show }: ManagementArgs): number {
   return withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-    const assets = store.assets.list(device.id).map((a) => assetView(a, store));
+    const assets = deviceAssetsView(device.id, store);
     show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
     return 0;
   });

@@ -1,4 +1,4 @@
-import { assetView } from '../../../registry/views.js';
+import { assetView, deviceAssetsView } from '../../../registry/views.js';
 import type { Route } from '../router.js';
 import { manageableDevice, readableAsset, readableDevice, type ApiDeps } from './deps.js';
 
@@ -12,7 +12,7 @@ export function assetRoutes(deps: ApiDeps): Route[] {
       methods: {
         GET: (ctx) => {
           const device = readableDevice(deps, ctx);
-          return { status: 200, body: store.assets.list(device.id).map((a) => assetView(a, store)) };
+          return { status: 200, body: deviceAssetsView(device.id, store) };
         },
         POST: async (ctx) => {
           const device = manageableDevice(deps, ctx);
