@@ -84,6 +84,21 @@ export class Database {
   }
 
   /**
+   * Deletes the rows of `table` matching `where` (with `params`) at most `chunk` at a time, each
+   * chunk its own short transaction, so retention never holds the write lock long enough to stall
+   * the group commit. Returns how many went.
+   */
+  deleteInChunks(table: 'states' | 'raw_uplinks', where: string, params: unknown[], chunk = 5000): number {
+    const statement = this.statement(`DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE ${where} LIMIT ${chunk})`);
+    let removed = 0;
+    for (;;) {
+      const n = statement.run(...params).changes;
+      removed += n;
+      if (n < chunk) return removed;
+    }
+  }
+
+  /**
    * Runs `work` in one transaction (a savepoint when already inside one), so writes that belong
    * together (an uplink's states, its raw bytes, a radio session's counters, an outbox row) commit
    * or fail together.

@@ -153,13 +153,7 @@ export class StateStore {
    * transactions so writers are never held long.
    */
   prune(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {
-    let removed = 0;
-    const byAge = this.#db.statement('DELETE FROM states WHERE seq IN (SELECT seq FROM states WHERE at < ? LIMIT 5000)');
-    for (;;) {
-      const n = byAge.run(olderThan).changes;
-      removed += n;
-      if (n < 5000) break;
-    }
+    let removed = this.#db.deleteInChunks('states', 'at < ?', [olderThan]);
     removed += this.#db.statement('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
     const cutoff = this.#db.statement('SELECT at, seq FROM states WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
     const byCount = this.#db.statement('DELETE FROM states WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?))');

@@ -81,13 +81,7 @@ export class UplinkStore {
 
   /** Keeps the newest `keep` raw uplinks of each device that has more, and none received before `olderThan`. */
   prune(keep: number, olderThan = -8.64e15): number {
-    let removed = 0;
-    const byAge = this.#db.statement('DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks WHERE at < ? LIMIT 5000)');
-    for (;;) {
-      const n = byAge.run(olderThan).changes;
-      removed += n;
-      if (n < 5000) break;
-    }
+    let removed = this.#db.deleteInChunks('raw_uplinks', 'at < ?', [olderThan]);
     const devices = this.#db.statement('SELECT device_id FROM raw_uplinks GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
     const edge = this.#db.statement('SELECT seq FROM raw_uplinks WHERE device_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
     const drop = this.#db.statement('DELETE FROM raw_uplinks WHERE device_id = ? AND seq <= ?');
