@@ -14,6 +14,7 @@
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { remainingLength } from '../test/mqtt/raw.js';
 
 export interface LoadJob {
   host: string;
@@ -50,17 +51,6 @@ const PINGREQ = Buffer.from([0xc0, 0]);
 const LOG_BASE = Math.log(1.02);
 const HIST_SIZE = 1200; // up to ~2e10 µs
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let byte = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) byte |= 0x80;
-    out.push(byte);
-  } while (n > 0);
-  return out;
-}
-
 function str(s: string): Buffer {
   const b = Buffer.from(s, 'utf8');
   const len = Buffer.alloc(2);
@@ -71,13 +61,13 @@ function str(s: string): Buffer {
 export function connectPacket(clientId: string, username: string | null): Buffer {
   const flags = 0x02 | (username !== null ? 0x80 : 0); // clean session, user name
   const body = Buffer.concat([str('MQTT'), Buffer.from([4, flags, 0, 60]), str(clientId), username !== null ? str(username) : Buffer.alloc(0)]);
-  return Buffer.concat([Buffer.from([0x10, ...varint(body.length)]), body]);
+  return Buffer.concat([Buffer.from([0x10, ...remainingLength(body.length)]), body]);
 }
 
 export function subscribePacket(messageId: number, filter: string | string[], qos: 0 | 1): Buffer {
   const filters = typeof filter === 'string' ? [filter] : filter;
   const body = Buffer.concat([Buffer.from([messageId >> 8, messageId & 0xff]), ...filters.flatMap((f) => [str(f), Buffer.from([qos])])]);
-  return Buffer.concat([Buffer.from([0x82, ...varint(body.length)]), body]);
+  return Buffer.concat([Buffer.from([0x82, ...remainingLength(body.length)]), body]);
 }
 
 /** A PUBLISH with its message id at `idOffset` (patched before each send). */
@@ -85,7 +75,7 @@ function publishTemplate(topic: string, payload: string, qos: 0 | 1): { bytes: B
   const t = str(topic);
   const p = Buffer.from(payload);
   const remaining = t.length + (qos ? 2 : 0) + p.length;
-  const header = Buffer.from([qos ? 0x32 : 0x30, ...varint(remaining)]);
+  const header = Buffer.from([qos ? 0x32 : 0x30, ...remainingLength(remaining)]);
   const bytes = Buffer.concat([header, t, Buffer.alloc(qos ? 2 : 0), p]);
   return { bytes, idOffset: header.length + t.length };
 }

@@ -8,7 +8,7 @@ import { api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } f
 import { seededRandom } from '../codec/helpers.js';
 import { connectClient, sleep, within } from './helpers.js';
 import type { TargetReport } from '../fuzz/runner.js';
-import { rawConnect, rawSession, rssBytes, type RawConnection } from './raw.js';
+import { rawConnect, rawSession, remainingLength, rssBytes, type RawConnection } from './raw.js';
 
 export interface MqttFuzzOptions {
   count: number;
@@ -125,14 +125,7 @@ function mutate(r: Random, bytes: Buffer): Buffer {
       }
     case 5: // the remaining length replaced (up to the largest MQTT can say)
       {
-        let n = pick(r, [0, 1, 127, 128, 16_383, 16_384, 65_536, 131_075, 131_076, 2_097_151, 268_435_455, int(r, 1000)]);
-        const length: number[] = [];
-        do {
-          let byte = n % 128;
-          n = Math.floor(n / 128);
-          if (n > 0) byte |= 0x80;
-          length.push(byte);
-        } while (n > 0);
+        const length = remainingLength(pick(r, [0, 1, 127, 128, 16_383, 16_384, 65_536, 131_075, 131_076, 2_097_151, 268_435_455, int(r, 1000)]));
         let end = 1;
         while (end < b.length && b[end]! & 0x80) end++;
         return Buffer.concat([b.subarray(0, 1), Buffer.from(length), b.subarray(end + 1)]);

@@ -4,7 +4,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { connectClient, connectRefusedCode, eventually, sleep, within, type TestClient } from './helpers.js';
-import { rawConnect, rawSession, rssBytes, type RawConnection } from './raw.js';
+import { rawConnect, rawSession, remainingLength, rssBytes, type RawConnection } from './raw.js';
 
 let daemon: RunningDaemon;
 let port: number;
@@ -104,7 +104,7 @@ describe('packet size limits, from the fixed header (defect 2)', () => {
     // 65 536 + 65 539 is the largest PUBLISH that may still carry a payload within the limit.
     const limit = 65_536 + 2 + 65_535 + 2;
     const d = await session(dev.token);
-    d.send(Buffer.from([0x30, ...varint(limit + 1)]));
+    d.send(Buffer.from([0x30, ...remainingLength(limit + 1)]));
     await within(d.closed, 10_000, 'PUBLISH of limit + 1 bytes: connection not closed');
     await stillServes();
   });
@@ -242,14 +242,3 @@ describe('refused states over QoS 1 are acknowledged and reported, never a dropp
     await stillServes();
   });
 });
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let byte = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) byte |= 0x80;
-    out.push(byte);
-  } while (n > 0);
-  return out;
-}

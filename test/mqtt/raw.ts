@@ -17,6 +17,18 @@ export interface RawConnection {
   close(): void;
 }
 
+/** MQTT's remaining length (a variable byte integer: 7 bits a byte, low first), for hand-built packets. */
+export function remainingLength(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let byte = n % 128;
+    n = Math.floor(n / 128);
+    if (n > 0) byte |= 0x80;
+    out.push(byte);
+  } while (n > 0);
+  return out;
+}
+
 export function rawConnect(port: number): Promise<RawConnection> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
