@@ -11,11 +11,12 @@ export function openStore(config: OutpostConfig): Store {
   return Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
 }
 
-/** Runs `work` with the registry over a freshly opened store, closing it afterwards. */
-export function withRegistry<T>(config: OutpostConfig, work: (registry: Registry, store: Store) => T): T {
+/** Runs `work` with the registry (and the catalog it reads through) over a freshly opened store, closing it afterwards. */
+export function withRegistry<T>(config: OutpostConfig, work: (registry: Registry, store: Store, catalog: Catalog) => T): T {
   const store = openStore(config);
   try {
-    return work(new Registry(new Catalog(store), store, systemClock, config.limits), store);
+    const catalog = new Catalog(store);
+    return work(new Registry(catalog, store, systemClock, config.limits), store, catalog);
   } finally {
     store.close();
   }

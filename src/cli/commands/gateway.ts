@@ -1,10 +1,8 @@
 import { systemClock } from '../../core/time.js';
-import { Catalog } from '../../store/catalog.js';
-import { Registry } from '../../registry/registry.js';
 import { GatewayRegistry, gatewayView } from '../../sync/central/gateway-registry.js';
 import { managementArgs, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
-import { openStore } from '../open.js';
+import { withRegistry } from '../open.js';
 import { formatTable } from '../table.js';
 
 /**
@@ -19,19 +17,15 @@ export const command: CliCommand = {
   ].join('\n'),
   run(args, argv, out) {
     const a = managementArgs(args, argv, out);
-    const store = openStore(a.config);
-    try {
-      const catalog = new Catalog(store);
-      const gateways = new GatewayRegistry(catalog, new Registry(catalog, store, systemClock, a.config.limits), store.gateways, systemClock);
+    return withRegistry(a.config, (registry, store, catalog) => {
+      const gateways = new GatewayRegistry(catalog, registry, store.gateways, systemClock);
       const verbs = {
         create: () => createGateway(a, gateways),
         list: () => listGateways(a, gateways),
         delete: () => deleteGateway(a, gateways),
       };
       return runVerb(a, verbs, `unknown command: gateway ${a.sub ?? ''}`);
-    } finally {
-      store.close();
-    }
+    });
   },
 };
 
