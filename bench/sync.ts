@@ -6,57 +6,16 @@
 //
 // Env: BENCH_SYNC_BACKLOG (default 100000), BENCH_SECONDS (live ingest seconds, default 5),
 // BENCH_CONNECTIONS (publishers, default 16), BENCH_SYNC_WINDOW (upstream.window, default 64).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { provision, runLoad, settings, startOutpost, type Broker } from './mqtt.js';
 import { rssBytes, sleep, type BenchRow } from './lib.js';
+import { mosquitto } from '../test/helpers/mosquitto.js';
 
 const BACKLOG = Number(process.env.BENCH_SYNC_BACKLOG ?? 100_000);
 const WINDOW = Number(process.env.BENCH_SYNC_WINDOW ?? 64);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const c = connect(port, '127.0.0.1', () => (c.destroy(), resolve(true)));
-      c.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    await sleep(50);
-  }
-  throw new Error(`nothing listens on ${port}`);
-}
-
-function startMosquitto(dir: string, port: number): { proc: ChildProcess; stop: () => Promise<void>; ready: Promise<void> } {
-  const conf = join(dir, 'mosquitto.conf');
-  writeFileSync(conf, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_type error\nmax_queued_messages 0\nmax_inflight_messages 0\n`);
-  const bin = existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto';
-  const proc = spawn(bin, ['-c', conf], { stdio: ['ignore', 'ignore', 'ignore'] });
-  return {
-    proc,
-    ready: waitForPort(port),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
-}
 
 interface Upstream {
   link: string;
@@ -113,7 +72,8 @@ export async function benchSync(): Promise<BenchRow[]> {
   const s = { ...settings(), seconds: Number(process.env.BENCH_SECONDS ?? 5) };
   const dir = mkdtempSync(join(tmpdir(), 'outpost-bench-sync-'));
   const dataDir = join(dir, 'gateway');
-  const port = await freePort();
+  const broker = await mosquitto({ persistence: false });
+  const port = broker.port;
   const devices = provision(dataDir, s.connections, 0);
   const config = join(dir, 'config.json');
   writeFileSync(
@@ -139,8 +99,7 @@ export async function benchSync(): Promise<BenchRow[]> {
     const before = await upstream(gateway);
 
     // 2. The link comes up: the backlog drains with nothing else going on.
-    let broker = startMosquitto(dir, port);
-    await broker.ready;
+    await broker.start();
     const count = await counter(port);
     const quiet = await drain(gateway, before);
     await sleep(1000);
@@ -160,8 +119,7 @@ export async function benchSync(): Promise<BenchRow[]> {
     await sleep(300);
     await fill(gateway, devices.publishers, s);
     const before2 = await upstream(gateway);
-    broker = startMosquitto(dir, port);
-    await broker.ready;
+    await broker.start();
     const count2 = await counter(port);
     const draining = drain(gateway, before2);
     const live = await runLoad(gateway, devices.publishers, 1, s);
@@ -188,8 +146,8 @@ export async function benchSync(): Promise<BenchRow[]> {
       'live / undisturbed': Number((live.rate / undisturbed).toFixed(2)),
     });
     await count2.end();
-    await broker.stop();
   } finally {
+    await broker.dispose();
     await gateway.stop();
     rmSync(dir, { recursive: true, force: true });
   }

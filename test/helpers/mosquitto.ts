@@ -38,7 +38,8 @@ export interface Mosquitto {
   dispose(): Promise<void>;
 }
 
-export async function mosquitto(options: { port?: number } = {}): Promise<Mosquitto> {
+/** `persistence: false` (the benchmarks): nothing is written to disk, as in mosquitto's own default. */
+export async function mosquitto(options: { port?: number; persistence?: boolean } = {}): Promise<Mosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'outpost-mosquitto-'));
   const port = options.port ?? (await freePort());
   const conf = join(dir, 'mosquitto.conf');
@@ -47,8 +48,7 @@ export async function mosquitto(options: { port?: number } = {}): Promise<Mosqui
     [
       `listener ${port} 127.0.0.1`,
       'allow_anonymous true',
-      'persistence true',
-      `persistence_location ${dir}/`,
+      ...(options.persistence === false ? ['persistence false'] : ['persistence true', `persistence_location ${dir}/`]),
       'max_queued_messages 0',
       'max_inflight_messages 0',
       // Started as root, mosquitto would switch to the `mosquitto` user and could not write its persistence here.
