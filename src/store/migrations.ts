@@ -205,6 +205,20 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       );
       CREATE INDEX downlinks_device ON downlinks(device_id, finished_at, seq);
     `),
+  // 6: LoRaWAN network server state that must survive a restart (docs/lpwan.md, "ADR" and "Class C"):
+  // the MAC state (pending ACK, pending LinkADRReq, ADR history, data rate, TX power, RX parameters)
+  // saved with the counters, the per-device ADR switch, the session an OTAA join offered until the
+  // device first uses it, and how often a downlink was sent (Class C retries).
+  (db) =>
+    db.exec(`
+      ALTER TABLE lorawan_devices ADD COLUMN mac_state TEXT;
+      ALTER TABLE lorawan_devices ADD COLUMN adr INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE lorawan_devices ADD COLUMN next_dev_addr TEXT;
+      ALTER TABLE lorawan_devices ADD COLUMN next_nwk_s_key BLOB;
+      ALTER TABLE lorawan_devices ADD COLUMN next_app_s_key BLOB;
+      ALTER TABLE lorawan_devices ADD COLUMN next_joined_at INTEGER;
+      ALTER TABLE downlinks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {
