@@ -14,6 +14,7 @@
 #
 # The configuration file is written from config/example.jsonc only when none exists: an existing
 # /etc/outpost/config.json is never overwritten, also not on upgrades.
+# (end of --help)
 set -euo pipefail
 
 src="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,7 +29,8 @@ while [ $# -gt 0 ]; do
     --no-start) start=no; shift ;;
     --uninstall) action=uninstall; shift ;;
     --purge) purge=yes; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    # Prints the comment block above, up to its end marker (not the shell code after it).
+    -h|--help) sed -n '2,/^# (end of --help)/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,7 +78,7 @@ node_bin="$(command -v node || true)"
 [ -n "$node_bin" ] || { echo "install.sh: Node.js >= 20 is required (none found on PATH)" >&2; exit 1; }
 "$node_bin" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
   || { echo "install.sh: Node.js >= 20 is required, found $("$node_bin" --version)" >&2; exit 1; }
-for need in dist/cli/main.js node_modules/better-sqlite3 config/example.jsonc systemd/outpost.service; do
+for need in dist/cli/main.js node_modules/better-sqlite3 config/example.jsonc systemd/outpost.service src/console/static/index.html abcl; do
   [ -e "$src/$need" ] || { echo "install.sh: $src/$need is missing: run 'npm ci && npm run build' in $src first" >&2; exit 1; }
 done
 
@@ -90,6 +92,11 @@ mkdir -p "$r/opt"
 rm -rf "$prefix.new"
 mkdir -m 0755 "$prefix.new"
 cp -a "$src/package.json" "$src/package-lock.json" "$src/README.md" "$src/dist" "$src/config" "$src/abcl" "$src/systemd" "$src/docs" "$src/node_modules" "$prefix.new/"
+# What the daemon reads at run time besides dist/ and node_modules/ (package.json "files" lists the
+# same): the console's files, served from src/console/static/ (no TypeScript sources are copied),
+# the shipped codec documents in abcl/, and package.json for the version. `outpost doctor` checks them.
+mkdir -p "$prefix.new/src/console"
+cp -a "$src/src/console/static" "$prefix.new/src/console/"
 # Development packages (TypeScript, tsx, test clients) are not needed to run; --offline: nothing is downloaded.
 if command -v npm >/dev/null 2>&1; then
   (cd "$prefix.new" && npm prune --omit=dev --offline --no-audit --no-fund --ignore-scripts >/dev/null)

@@ -44,7 +44,7 @@ export class StaticFile {
 }
 
 /** Every console file; the plotting library comes from its npm package under `vendor/`. */
-export function loadConsoleFiles(): Map<string, StaticFile> {
+export function loadConsoleFiles(staticDir: string = STATIC_DIR): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>();
   const add = (name: string, content: Buffer) => files.set(name, new StaticFile(name, content));
   const walk = (dir: string, prefix: string) => {
@@ -54,7 +54,7 @@ export function loadConsoleFiles(): Map<string, StaticFile> {
       else add(`${prefix}${name}`, readFileSync(path));
     }
   };
-  walk(STATIC_DIR, '');
+  walk(staticDir, '');
   const require = createRequire(import.meta.url);
   const uplotDir = join(require.resolve('uplot'), '..');
   add('vendor/uPlot.iife.min.js', readFileSync(join(uplotDir, 'uPlot.iife.min.js')));

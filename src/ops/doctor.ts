@@ -9,6 +9,7 @@ import { DATABASE_FILE } from './backup.js';
 import { checkDatabaseFile, receiveTimesOutside } from '../store/database-files.js';
 import { daemonHolding } from './daemon-presence.js';
 import type { DaemonStatus } from './status.js';
+import { checkReleaseFiles, RELEASE_ROOT } from './release-check.js';
 
 /** One result of `outpost doctor`: `fix` says what to do when `ok` is false. */
 export interface Finding {
@@ -71,6 +72,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
         : `no daemon runs on ${config.dataDir}`,
     ),
   );
+  findings.push(checkRelease());
   findings.push(...(await checkPorts(config, holder?.status)));
   findings.push(checkDataDir(config.dataDir));
   findings.push(checkDatabase(config.dataDir));
@@ -79,6 +81,17 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   findings.push(await checkUpstream(config, options.timeoutMs ?? 5000));
   findings.push(checkClock(config.dataDir, now()));
   return { ok: findings.every((f) => f.ok), findings };
+}
+
+/** The release this program runs from has every file the daemon reads at run time (release-check.ts). */
+function checkRelease(): Finding {
+  const problems = checkReleaseFiles();
+  if (problems.length === 0) return good('release', `${RELEASE_ROOT}: complete (console files, codec documents, package.json)`);
+  return bad(
+    'release',
+    `${RELEASE_ROOT} is incomplete: ${problems.map((p) => `${p.path} ${p.problem} (needed by ${p.neededBy})`).join('; ')}`,
+    'reinstall from a built checkout (`npm ci && npm run build`, then `sudo systemd/install.sh`); the installer copies every run-time file',
+  );
 }
 
 interface Listener {

@@ -40,12 +40,15 @@ export interface StartOptions {
   dataDir?: string;
   env?: Record<string, string | undefined>;
   args?: string[];
+  /** Another program than this checkout's dist/cli/main.js (an installed release), and its working directory. */
+  program?: string;
+  cwd?: string;
 }
 
 export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
   const dataDir = options.dataDir ?? tempDataDir();
-  const proc = spawn(process.execPath, [CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
-    cwd: ROOT,
+  const proc = spawn(process.execPath, [options.program ?? CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
+    cwd: options.cwd ?? ROOT,
     env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', ...options.env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -32,7 +32,7 @@ test('a healthy data dir: every check passes, exit 0, and each finding has the d
     assert.equal(code, 0, JSON.stringify(report, null, 2));
     assert.equal(report.ok, true);
     const checks = new Set(report.findings.map((f) => f.check));
-    for (const check of ['config', 'daemon', 'ports', 'dataDir', 'database', 'disk', 'serial', 'upstream', 'clock']) assert.ok(checks.has(check), check);
+    for (const check of ['config', 'daemon', 'release', 'ports', 'dataDir', 'database', 'disk', 'serial', 'upstream', 'clock']) assert.ok(checks.has(check), check);
     for (const f of report.findings) assert.deepEqual(Object.keys(f).sort(), ['check', 'fix', 'message', 'ok']);
     const human = cli(['doctor', '--data', dir], FREE_PORTS);
     assert.equal(human.code, 0);

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
 
@@ -21,7 +21,10 @@ test('install.sh lays out a release under a scratch root, never overwrites a con
     assert.ok(existsSync(join(prefix, 'dist/cli/main.js')), 'the compiled program is installed');
     assert.ok(existsSync(join(prefix, 'node_modules/better-sqlite3')), 'runtime dependencies are installed');
     assert.ok(!existsSync(join(prefix, 'node_modules/typescript')), 'development dependencies are pruned');
-    assert.ok(!existsSync(join(prefix, 'src')), 'no TypeScript sources: a built release');
+    const sources = readdirSync(join(prefix, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    assert.deepEqual(sources, [], 'no TypeScript sources: a built release');
+    assert.ok(existsSync(join(prefix, 'src/console/static/index.html')), 'the console files the daemon serves are installed');
+    assert.ok(existsSync(join(prefix, 'abcl/dimmer.abcl.json')), 'the shipped codec documents are installed');
     assert.equal(mode(prefix) & 0o022, 0, '/opt/outpost is not writable by group or others');
 
     const unit = join(root, 'etc/systemd/system/outpost.service');
@@ -61,6 +64,56 @@ test('install.sh lays out a release under a scratch root, never overwrites a con
   } finally {
     removeDir(root);
   }
+});
+
+test('the installed release starts as the unit runs it, serves /healthz and /console/, and doctor checks the release is complete', async () => {
+  const root = tempDataDir();
+  try {
+    const installed = install(root);
+    assert.equal(installed.status, 0, installed.stderr + installed.stdout);
+    const prefix = join(root, 'opt/outpost');
+    const program = join(prefix, 'dist/cli/main.js');
+    const config = join(root, 'etc/outpost/config.json');
+    const data = join(root, 'var/lib/outpost');
+    // As the unit does (ExecStart, WorkingDirectory), on free ports instead of 8080/1883/1700.
+    const daemon = await startDaemon({ program, cwd: prefix, dataDir: data, args: ['--config', config] });
+    try {
+      const health = await fetch(`${daemon.url}/healthz`);
+      assert.equal(health.status, 200, await health.text());
+      const page = await fetch(`${daemon.url}/console/`);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<html/i);
+      const script = await fetch(`${daemon.url}/console/app.js`);
+      assert.equal(script.status, 200, 'the console scripts are served from the installed release');
+    } finally {
+      assert.equal(await daemon.stop(), 0);
+    }
+
+    const doctor = (args: string[] = []) => {
+      const r = spawnSync(process.execPath, [program, 'doctor', '--json', '--config', config, '--data', data, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0' },
+      });
+      return (JSON.parse(r.stdout) as { findings: Array<{ check: string; ok: boolean; message: string }> }).findings.find((f) => f.check === 'release')!;
+    };
+    const complete = doctor();
+    assert.equal(complete.ok, true, complete.message);
+    assert.match(complete.message, /complete/);
+    // A release copied without the console (what the installer once did): doctor says so and names the path.
+    renameSync(join(prefix, 'src/console/static'), join(prefix, 'src/console/static.gone'));
+    const incomplete = doctor();
+    assert.equal(incomplete.ok, false);
+    assert.match(incomplete.message, /src\/console\/static.*missing/);
+  } finally {
+    removeDir(root);
+  }
+});
+
+test('install.sh --help prints the usage and nothing of the script', () => {
+  const r = spawnSync('bash', [INSTALL, '--help'], { encoding: 'utf8' });
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /--uninstall/);
+  assert.doesNotMatch(r.stdout, /set -euo pipefail|^#/m);
 });
 
 test('systemd-analyze verify accepts the unit as installed', (t) => {

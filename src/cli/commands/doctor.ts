@@ -5,7 +5,7 @@ import type { CliCommand } from '../command.js';
 
 /** `outpost doctor`: checks what a running gateway needs; exit 1 when something needs action (docs/operations.md). */
 export const command: CliCommand = {
-  usage: '  doctor [--json]                                   check config, ports, data dir, database, disk, radio, upstream, clock',
+  usage: '  doctor [--json]                                   check config, release files, ports, data dir, database, disk, radio, upstream, clock',
   async run(args, _argv, write) {
     // The configuration is one of the checks: doctor reports a bad one rather than failing on it.
     const { sources, json } = opsArgs('doctor', args);
