@@ -140,7 +140,6 @@ export class UpstreamLink {
         for (const g of granted ?? []) if (g.qos === 128) this.#logger.warn({ filter: g.topic }, 'upstream refused a subscription');
       });
     }
-    this.#o.onUp?.(client);
     // Every device with rows, in the order of its oldest row; anything read before is read again.
     this.#flushAcks();
     this.#active = [];
@@ -149,7 +148,10 @@ export class UpstreamLink {
     this.#readUpTo.clear();
     this.#turn = 0;
     for (const id of this.#outbox.rows.devicesWithRows()) if (this.#o.owns(id)) this.#activate(id);
+    // Up before onUp: what it publishes (the retained online status) goes out on this connection
+    // now, not at the next status refresh a minute later.
     this.#up = true;
+    this.#o.onUp?.(client);
     this.#schedulePump();
   }
 

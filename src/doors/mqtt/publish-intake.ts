@@ -48,8 +48,11 @@ export class PublishIntake {
       return;
     }
     const { refusals, metrics, gateways } = this.#deps;
+    // A last will is published by aedes on the client's behalf when its connection drops: it carries
+    // no packet id (it never crossed the wire as a PUBLISH) and must not be taken for a violation.
+    const isWill = packet === (client as { will?: unknown }).will;
     // MQTT 3.1.1 §2.3.1 and §4.7.3: the server closes the connection for these.
-    if (packet.qos > 0 && !packet.messageId) return refusals.protocolViolation(client, principal, packet.topic, `QoS ${packet.qos} publish with packet id 0`, done);
+    if (packet.qos > 0 && !packet.messageId && !isWill) return refusals.protocolViolation(client, principal, packet.topic, `QoS ${packet.qos} publish with packet id 0`, done);
     if (packet.topic.includes('\u0000')) return refusals.protocolViolation(client, principal, packet.topic, 'topic name contains U+0000', done);
     if (gateways && packet.topic.startsWith('gateway/')) {
       // A gateway's catalog and status (central role): handled there, refused for anyone else.

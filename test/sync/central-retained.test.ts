@@ -1,0 +1,74 @@
+// What the central keeps for readers who subscribe later (docs/sync.md, "Gateway status"): the
+// retained status of a gateway that connected before the reader subscribed, and the gateway's last
+// will when it disappears without a clean stop (it must not be taken for a protocol violation).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import mqtt from 'mqtt';
+import { cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+test('retained gateway status and the last will at the central', { timeout: 120_000 }, async (t) => {
+  const centralDir = tempDataDir();
+  const gwDir = tempDataDir();
+  const central = await startDaemon({ dataDir: centralDir, env: { OUTPOST_ROLE: 'central' } });
+  let gateway: RunningDaemon | undefined;
+  t.after(async () => {
+    await gateway?.stop();
+    await central.stop();
+    removeDir(centralDir);
+    removeDir(gwDir);
+  });
+  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'reader', '--scopes', 'read'], centralDir).token;
+  const g = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir);
+  // The default status refresh (60 s): only the status published on connect can be seen within the test.
+  const startGateway = () =>
+    startDaemon({
+      dataDir: gwDir,
+      env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${central.mqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g.id, OUTPOST_UPSTREAM_TOKEN: g.token },
+    });
+  gateway = await startGateway();
+  await until('the gateway connected', () => central.logs.some((l) => l.includes('"gateway connected"')));
+  await sleep(500);
+
+  const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: app, reconnectPeriod: 0 });
+  const statuses: Array<{ retain: boolean; body: Record<string, unknown> }> = [];
+  reader.on('message', (_topic, payload, packet) => statuses.push({ retain: packet.retain, body: JSON.parse(payload.toString()) }));
+  await reader.subscribeAsync('gateway/+/status', { qos: 1 });
+  await until('the retained status of a gateway that connected earlier', () => statuses.length > 0, 5000);
+  assert.equal(statuses[0]!.retain, true);
+  assert.equal(statuses[0]!.body.online, true);
+
+  await t.test('kill -9 of the gateway: its last will reaches readers as {"online": false}', async () => {
+    gateway!.proc.kill('SIGKILL');
+    await gateway!.exited;
+    gateway = undefined;
+    await until('the will', () => statuses.some((s) => s.body.online === false), 10_000);
+    assert.ok(!central.logs.some((l) => l.includes('packet id 0')), 'the will is not a protocol violation');
+    // And it is what a later reader gets.
+    const late = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: app, reconnectPeriod: 0 });
+    const got = new Promise<Record<string, unknown>>((resolve) => late.once('message', (_t, p) => resolve(JSON.parse(p.toString()))));
+    await late.subscribeAsync(`gateway/${g.id}/status`, { qos: 1 });
+    assert.deepEqual(await got, { online: false });
+    await late.endAsync();
+  });
+
+  await t.test('a clean stop publishes offline and logs no protocol violation at the central', async () => {
+    gateway = await startGateway();
+    await until('online again', () => statuses.filter((s) => s.body.online === true).length >= 2, 10_000);
+    await gateway.stop();
+    gateway = undefined;
+    await until('offline', () => statuses.at(-1)!.body.online === false, 10_000);
+    await sleep(500);
+    assert.ok(!central.logs.some((l) => l.includes('protocol violation')), central.logs.filter((l) => l.includes('violation')).join('\n'));
+  });
+  await reader.endAsync();
+});
