@@ -8,7 +8,14 @@ export interface OutpostConfig {
   role: 'gateway' | 'central';
   dataDir: string;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  http: { enabled: boolean; host: string; port: number; bodyLimit: number };
+  http: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    bodyLimit: number;
+    /** Most bytes of stored payloads and values in one page of a list answer (docs/api.md, "Pages"). */
+    pageBytes: number;
+  };
   mqtt: {
     enabled: boolean;
     host: string;
@@ -100,7 +107,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
   role: 'gateway',
   dataDir: './data',
   log: { level: 'info' },
-  http: { enabled: true, host: '0.0.0.0', port: 8080, bodyLimit: 65536 },
+  http: { enabled: true, host: '0.0.0.0', port: 8080, bodyLimit: 65536, pageBytes: 1024 * 1024 },
   mqtt: {
     enabled: true,
     host: '0.0.0.0',
@@ -176,7 +183,14 @@ export const CONFIG_SCHEMA = strict({
   role: { enum: ['gateway', 'central'] },
   dataDir: { type: 'string', minLength: 1 },
   log: strict({ level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] } }),
-  http: strict({ enabled: { type: 'boolean' }, host: { type: 'string', minLength: 1 }, port, bodyLimit: positive }),
+  http: strict({
+    enabled: { type: 'boolean' },
+    host: { type: 'string', minLength: 1 },
+    port,
+    bodyLimit: positive,
+    // Below a few KiB most pages would hold one row; a page always holds at least one.
+    pageBytes: { type: 'integer', minimum: 4096 },
+  }),
   mqtt: strict({
     enabled: { type: 'boolean' },
     host: { type: 'string', minLength: 1 },

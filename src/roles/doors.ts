@@ -131,6 +131,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
     redecode: core.redecode,
     lorawan: extras.radio.provisioning,
     clock: core.clock,
+    pageBytes: () => config.http.pageBytes,
     health: extras.health,
     metricsText: () => metrics.render(),
   });

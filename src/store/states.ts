@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './database.js';
+import { takePage, type PageBudget } from './page.js';
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
 export interface StoredState {
@@ -20,7 +21,7 @@ export interface StoredState {
 }
 
 export interface HistoryPage {
-  data: Array<{ at: number; valueJson: string; uplinkSeq: number | null; codec: string | null }>;
+  data: HistoryRecord[];
   next: string | null;
 }
 
@@ -29,6 +30,15 @@ export interface HistoryQuery {
   to?: number;
   limit: number;
   cursor?: { at: number; seq: number };
+  /** Bytes a page may take in the answer (see takePage). */
+  budget?: PageBudget<HistoryRecord>;
+}
+
+export interface HistoryRecord {
+  at: number;
+  valueJson: string;
+  uplinkSeq: number | null;
+  codec: string | null;
 }
 
 type Row = Record<string, unknown>;
@@ -109,7 +119,10 @@ export class StateStore {
     }));
   }
 
-  /** Newest first. `cursor` is the opaque `next` of the previous page (see decodeHistoryCursor). */
+  /**
+   * Newest first. `cursor` is the opaque `next` of the previous page (see decodeHistoryCursor). A
+   * page ends at `limit` rows or when `budget` is spent, whichever comes first (see takePage).
+   */
   history(assetId: string, query: HistoryQuery): HistoryPage {
     const from = query.from ?? -8.64e15;
     const to = query.to ?? 8.64e15;
@@ -120,17 +133,18 @@ export class StateStore {
          WHERE asset_id = ? AND at >= ? AND at <= ? AND (at < ? OR (at = ? AND seq < ?))
          ORDER BY at DESC, seq DESC LIMIT ?`,
       )
-      .all(assetId, from, to, c.at, c.at, c.seq, query.limit + 1) as Row[];
-    const page = rows.slice(0, query.limit);
-    const last = page[page.length - 1];
+      .iterate(assetId, from, to, c.at, c.at, c.seq, query.limit + 1) as IterableIterator<Row>;
+    const page = takePage<Row, HistoryRecord & { seq: number }>(rows, query.limit, query.budget, (r) => ({
+      seq: r.seq as number,
+      at: r.at as number,
+      valueJson: r.value as string,
+      uplinkSeq: (r.uplink_seq as number | null) ?? null,
+      codec: (r.codec as string | null) ?? null,
+    }));
+    const last = page.data[page.data.length - 1];
     return {
-      data: page.map((r) => ({
-        at: r.at as number,
-        valueJson: r.value as string,
-        uplinkSeq: (r.uplink_seq as number | null) ?? null,
-        codec: (r.codec as string | null) ?? null,
-      })),
-      next: rows.length > query.limit && last ? Buffer.from(`${last.at as number}:${last.seq as number}`).toString('base64url') : null,
+      data: page.data.map(({ seq: _seq, ...state }) => state),
+      next: page.more && last ? Buffer.from(`${last.at}:${last.seq}`).toString('base64url') : null,
     };
   }
 

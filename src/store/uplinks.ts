@@ -1,4 +1,5 @@
 import type { Database } from './database.js';
+import { takePage, type PageBudget } from './page.js';
 
 /** A raw uplink as it is kept: the bytes before any codec, and what decoding them gave. */
 export interface NewUplink {
@@ -55,12 +56,16 @@ export class UplinkStore {
     );
   }
 
-  /** Newest first; `before` is the `seq` cursor of the previous page. */
-  list(deviceId: string, limit: number, before?: number): { data: UplinkRecord[]; next: string | null } {
+  /**
+   * Newest first; `before` is the `seq` cursor of the previous page. A page also ends once the
+   * `budget` is spent (`sizeOf` of each record, at least one record a page): rows are read one at
+   * a time and the rest stays on disk, so a page of large payloads never loads the whole `limit`.
+   */
+  list(deviceId: string, limit: number, before?: number, budget?: PageBudget<UplinkRecord>): { data: UplinkRecord[]; next: string | null } {
     const rows = this.#db
       .statement('SELECT * FROM raw_uplinks WHERE device_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?')
-      .all(deviceId, before ?? Number.MAX_SAFE_INTEGER, limit + 1) as Row[];
-    const page = rows.slice(0, limit).map((r) => ({
+      .iterate(deviceId, before ?? Number.MAX_SAFE_INTEGER, limit + 1) as IterableIterator<Row>;
+    const page = takePage(rows, limit, budget, (r) => ({
       seq: r.seq as number,
       at: r.at as number,
       payload: r.payload as Buffer,
@@ -70,7 +75,7 @@ export class UplinkStore {
       error: (r.error as string | null) ?? null,
       codec: (r.codec as string | null) ?? null,
     }));
-    return { data: page, next: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
+    return { data: page.data, next: page.more ? String(page.data[page.data.length - 1]!.seq) : null };
   }
 
   /** The `at` of the last raw uplink received from any device (null: none kept). */

@@ -45,6 +45,7 @@ async function putState(deps: ApiDeps, ctx: RequestContext) {
 
 function stateHistory(deps: ApiDeps, ctx: RequestContext) {
   const asset = readableAsset(deps, ctx);
+  const provenance = queryFlag(ctx.query, 'provenance');
   // An empty cursor has always meant the first page here.
   const cursor = queryCursor(ctx.query, decodeHistoryCursor, { emptyIsFirstPage: true });
   const page = deps.store.states.history(asset.id, {
@@ -52,8 +53,9 @@ function stateHistory(deps: ApiDeps, ctx: RequestContext) {
     to: queryTime(ctx.query, 'to'),
     limit: queryLimit(ctx.query, 100, 1000),
     cursor,
+    // A state's share of the answer: its value as stored (the same JSON the answer carries), `at`, and provenance.
+    budget: { maxBytes: deps.pageBytes(), sizeOf: (s) => Buffer.byteLength(s.valueJson) + 120 },
   });
-  const provenance = queryFlag(ctx.query, 'provenance');
   const data = page.data.map((s) => {
     const state: Record<string, unknown> = { value: JSON.parse(s.valueJson), at: iso(s.at) };
     // Which raw uplink (GET /device/<id>/uplinks `id`) and codec version a state was decoded from; null for states sent decoded.

@@ -26,6 +26,8 @@ export interface ApiDeps {
   redecode: RedecodeRunner;
   lorawan?: LorawanProvisioning;
   clock: Clock;
+  /** Most bytes of stored payloads and values one page of a list answer carries (`http.pageBytes`, docs/api.md "Pages"). */
+  pageBytes: () => number;
   health: () => { status: 'ok' | 'degraded' | 'failing' } & Record<string, unknown>;
   metricsText: () => string;
 }

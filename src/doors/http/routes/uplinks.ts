@@ -2,7 +2,10 @@ import { queryCursor, queryLimit } from '../query.js';
 import type { RequestContext, Route } from '../router.js';
 import { iso, readableDevice, type ApiDeps } from './deps.js';
 
-/** `GET /device/<id>/uplinks`: the kept raw uplinks, newest first, a page at a time (docs/api.md, "Paths"; docs/codecs.md). */
+/**
+ * `GET /device/<id>/uplinks`: the kept raw uplinks, newest first, a page at a time, each page
+ * within `http.pageBytes` (docs/api.md, "Pages"; docs/codecs.md).
+ */
 export function uplinkRoutes(deps: ApiDeps): Route[] {
   return [{ pattern: '/device/:deviceId/uplinks', methods: { GET: (ctx) => listUplinks(deps, ctx) } }];
 }
@@ -13,7 +16,11 @@ const decodeUplinkCursor = (text: string) => (/^\d+$/.test(text) ? Number(text) 
 function listUplinks(deps: ApiDeps, ctx: RequestContext) {
   const device = readableDevice(deps, ctx);
   const cursor = queryCursor(ctx.query, decodeUplinkCursor);
-  const page = deps.store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor);
+  // Each uplink's share of the answer: its payload in hex, its error text, and the members around them.
+  const page = deps.store.uplinks.list(device.id, queryLimit(ctx.query, 20, 1000), cursor, {
+    maxBytes: deps.pageBytes(),
+    sizeOf: (u) => 2 * u.payload.length + 2 * (u.error?.length ?? 0) + 160,
+  });
   return {
     status: 200,
     body: {
