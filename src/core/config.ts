@@ -45,6 +45,8 @@ export interface OutpostConfig {
   store: { synchronous: 'normal' | 'full'; pruneIntervalSeconds: number; maxBytes: number; checkOnStart: boolean };
   codec: { js: { memoryBytes: number; stackBytes: number; timeoutMs: number; scriptBytes: number } };
   upstream: UpstreamConfig;
+  /** The central role's bounds on what its gateways may do (docs/sync.md, docs/security.md). */
+  central: CentralConfig;
   /** Radio: the LoRaWAN region, the packet forwarder door and serial modems (docs/lpwan.md). */
   radio: RadioConfig;
 }
@@ -56,6 +58,12 @@ export interface RadioConfig {
   /** The Semtech UDP packet forwarder door; `false` turns it off. */
   gwmp: { host: string; port: number; dedupWindowMs: number } | false;
   serial?: SerialModemConfig[];
+}
+
+/** Central role (docs/sync.md): what one gateway may create here. */
+export interface CentralConfig {
+  /** Most devices assigned to one gateway; catalog messages creating more are refused on `gateway/<id>/errors`. */
+  devicesPerGateway: number;
 }
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
@@ -82,6 +90,11 @@ export interface UpstreamConfig {
   stallSeconds: number;
   /** How often the gateway refreshes its retained status at the central. */
   statusIntervalSeconds: number;
+  /**
+   * Largest payload the upstream takes in one message (an Outpost central's `mqtt.payloadLimit`):
+   * an outbox row above it is set aside (counted), never sent, so it cannot block the queue.
+   */
+  maxMessageBytes: number;
 }
 
 /** One serial LoRa modem (docs/lpwan.md, "Serial modems"). */
@@ -150,7 +163,9 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     reconnectMaxMs: 60_000,
     stallSeconds: 60,
     statusIntervalSeconds: 60,
+    maxMessageBytes: 65536,
   },
+  central: { devicesPerGateway: 1000 },
   radio: { region: 'EU868', netId: '000000', gwmp: { host: '0.0.0.0', port: 1700, dedupWindowMs: 200 }, serial: [] },
 };
 
@@ -247,7 +262,10 @@ export const CONFIG_SCHEMA = strict({
     reconnectMaxMs: positive,
     stallSeconds: positive,
     statusIntervalSeconds: positive,
+    // Below 1 KiB not even a catalog message of one device with a few assets would fit.
+    maxMessageBytes: { type: 'integer', minimum: 1024 },
   }),
+  central: strict({ devicesPerGateway: positive }),
   radio: strict({
     region: { enum: ['EU868', 'US915'] },
     netId: { type: 'string', pattern: '^[0-9A-Fa-f]{6}$' },

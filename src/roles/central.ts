@@ -15,7 +15,7 @@ import { httpDoor, mqttDoor, present, radioService, serialDoor, upstreamDoor, ty
 export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'health'>): Promise<Door[]> {
   const { catalog, registry, clock, logger, metrics, pipeline } = core;
   const gateways = new GatewayRegistry(catalog, registry, core.store.gateways, clock);
-  const intake = new CatalogIntake(catalog, registry, core.store, clock);
+  const intake = new CatalogIntake(catalog, registry, core.store, clock, core.config.central);
   const hub = new GatewayHub({ catalog, gateways, intake, clock, logger });
   // Before the radio's and MQTT's sinks: a command for a device behind a gateway goes to the hub.
   core.commands.addSink(hub);

@@ -78,6 +78,10 @@ export class GatewayStore {
     return this.#stmt('SELECT id FROM devices WHERE gateway_id = ? ORDER BY created_on, id').pluck().all(gatewayId) as string[];
   }
 
+  deviceCount(gatewayId: string): number {
+    return this.#stmt('SELECT count(*) FROM devices WHERE gateway_id = ?').pluck().get(gatewayId) as number;
+  }
+
   touch(gatewayId: string, now: number): void {
     this.#stmt('UPDATE gateways SET last_seen = ? WHERE id = ?').run(now, gatewayId);
   }

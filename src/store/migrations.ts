@@ -219,6 +219,9 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       ALTER TABLE lorawan_devices ADD COLUMN next_joined_at INTEGER;
       ALTER TABLE downlinks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
     `),
+  // Outbox rows set aside (docs/sync.md, "What the upstream cannot take"): larger than the
+  // upstream's message limit, or closing the link every time they are sent. Counted, not retried.
+  (db) => db.exec('ALTER TABLE outbox_counters ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0'),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -30,6 +30,8 @@ export interface OutboxCounters {
   sent: number;
   dropped: number;
   rejected: number;
+  /** Rows the upstream can never take (too large, or closing the link each time), removed unsent. */
+  setAside: number;
   lastAckAt: number | null;
   link: string;
   updatedAt: number | null;
@@ -152,19 +154,20 @@ export class OutboxStore {
 
   /** Adds to the persisted counters (the daemon and the CLI both add, so neither overwrites the other). */
   /** `now`: the daemon's heartbeat (the CLI passes null: its counts say nothing about the link). */
-  addCounts(delta: { sent?: number; dropped?: number; rejected?: number; lastAckAt?: number | null; link?: string }, now: number | null): void {
+  addCounts(delta: { sent?: number; dropped?: number; rejected?: number; setAside?: number; lastAckAt?: number | null; link?: string }, now: number | null): void {
     this.#stmt(
-      `UPDATE outbox_counters SET sent = sent + ?, dropped = dropped + ?, rejected = rejected + ?,
+      `UPDATE outbox_counters SET sent = sent + ?, dropped = dropped + ?, rejected = rejected + ?, set_aside = set_aside + ?,
        last_ack_at = coalesce(?, last_ack_at), link = coalesce(?, link), updated_at = coalesce(?, updated_at) WHERE id = 1`,
-    ).run(delta.sent ?? 0, delta.dropped ?? 0, delta.rejected ?? 0, delta.lastAckAt ?? null, delta.link ?? null, now);
+    ).run(delta.sent ?? 0, delta.dropped ?? 0, delta.rejected ?? 0, delta.setAside ?? 0, delta.lastAckAt ?? null, delta.link ?? null, now);
   }
 
   counters(): OutboxCounters {
-    const r = this.#stmt('SELECT sent, dropped, rejected, last_ack_at, link, updated_at FROM outbox_counters WHERE id = 1').get() as Record<string, unknown>;
+    const r = this.#stmt('SELECT sent, dropped, rejected, set_aside, last_ack_at, link, updated_at FROM outbox_counters WHERE id = 1').get() as Record<string, unknown>;
     return {
       sent: r.sent as number,
       dropped: r.dropped as number,
       rejected: r.rejected as number,
+      setAside: r.set_aside as number,
       lastAckAt: (r.last_ack_at as number | null) ?? null,
       link: r.link as string,
       updatedAt: (r.updated_at as number | null) ?? null,

@@ -5,10 +5,10 @@ import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import type { Store } from '../store/store.js';
 import type { StoredState } from '../store/states.js';
-import { OutboxStore, type OutboxRowInput, type OutboxTotals } from '../store/outbox.js';
+import { OutboxStore, type OutboxRow, type OutboxRowInput, type OutboxTotals } from '../store/outbox.js';
 import type { BatchHook } from '../ingest/state-writer.js';
 import type { Logger } from '../ops/logger.js';
-import { catalogMessage, catalogTopic } from './catalog-message.js';
+import { catalogText, catalogTopic } from './catalog-message.js';
 
 const DAY_MS = 86_400_000;
 
@@ -16,6 +16,8 @@ export interface OutboxStatus extends OutboxTotals {
   sent: number;
   dropped: number;
   rejected: number;
+  /** Rows the upstream can never take, removed unsent (docs/sync.md, "What the upstream cannot take"). */
+  setAside: number;
   lastAckAt: number | null;
 }
 
@@ -52,7 +54,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   #depth = 0;
   #bytes = 0;
   /** Counted since the last flush to the persisted counters. */
-  #unflushed = { sent: 0, dropped: 0, rejected: 0, lastAckAt: null as number | null };
+  #unflushed = { sent: 0, dropped: 0, rejected: 0, setAside: 0, lastAckAt: null as number | null };
   #link: 'up' | 'down' | 'off' = 'down';
   /** The catalog message last queued per device, so an unchanged device is not queued again. */
   readonly #announced = new Map<string, string>();
@@ -153,7 +155,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
 
   #catalogRow(deviceId: string, now: number): { row: OutboxRowInput; text: string } | undefined {
     const device = this.#store.devices.get(deviceId);
-    const text = device ? JSON.stringify(catalogMessage(device, this.#store.assets.list(deviceId))) : '';
+    const text = device ? catalogText(device, this.#store.assets.list(deviceId), this.#config.maxMessageBytes) : '';
     if (!device && !this.#announced.has(deviceId)) return undefined;
     return { row: { deviceId, kind: 'catalog', topic: catalogTopic(this.#gatewayId!, deviceId), payload: Buffer.from(text), createdAt: now }, text };
   }
@@ -195,6 +197,20 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
     this.#unflushed.lastAckAt = this.#clock.now();
   }
 
+  /**
+   * A row the upstream can never take (larger than `upstream.maxMessageBytes`, or the link closed
+   * every time it was sent alone) leaves the outbox unsent, counted and logged, so the rows behind
+   * it move on. Retrying it forever would stop every device's sync.
+   */
+  setAside(row: Pick<OutboxRow, 'seq' | 'deviceId' | 'kind' | 'topic' | 'bytes'>, reason: string): void {
+    const removed = this.rows.deleteRows([row.seq]);
+    if (removed.rows === 0) return;
+    this.#depth -= removed.rows;
+    this.#bytes -= removed.bytes;
+    this.#unflushed.setAside += removed.rows;
+    this.#logger.warn({ deviceId: row.deviceId, kind: row.kind, topic: row.topic.slice(0, 256), bytes: row.bytes, reason }, 'outbox: row set aside, the upstream cannot take it');
+  }
+
   /** The age bound (`maxAgeDays`), run periodically: older state rows are dropped and counted. */
   enforceAge(): number {
     const removed = this.rows.dropStatesBefore(this.#clock.now() - this.#config.maxAgeDays * DAY_MS);
@@ -226,7 +242,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   /** Adds what was counted since the last flush to the persisted counters (read by `outpost outbox status`). */
   flushCounters(): void {
     const u = this.#unflushed;
-    this.#unflushed = { sent: 0, dropped: 0, rejected: 0, lastAckAt: null };
+    this.#unflushed = { sent: 0, dropped: 0, rejected: 0, setAside: 0, lastAckAt: null };
     try {
       this.rows.addCounts({ ...u, link: this.#link }, this.#clock.now());
     } catch (err) {
@@ -234,6 +250,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
       this.#unflushed.sent += u.sent;
       this.#unflushed.dropped += u.dropped;
       this.#unflushed.rejected += u.rejected;
+      this.#unflushed.setAside += u.setAside;
       this.#unflushed.lastAckAt ??= u.lastAckAt;
       this.#logger.debug({ err }, 'outbox counters not flushed yet');
     }
@@ -249,6 +266,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
       sent: persisted.sent + u.sent,
       dropped: persisted.dropped + u.dropped,
       rejected: persisted.rejected + u.rejected,
+      setAside: persisted.setAside + u.setAside,
       lastAckAt: u.lastAckAt ?? persisted.lastAckAt,
     };
   }

@@ -15,6 +15,8 @@ export interface LinkOptions {
   reconnectMinMs: number;
   reconnectMaxMs: number;
   stallSeconds: number;
+  /** Rows with a larger payload are set aside unsent (`upstream.maxMessageBytes`). */
+  maxMessageBytes: number;
   will?: { topic: string; payload: string };
   /** Filters subscribed after every CONNACK (commands from the upstream). */
   subscriptions: string[];
@@ -27,6 +29,10 @@ export interface LinkOptions {
 
 /** How many rows of one device are read from SQLite at a time. */
 const FETCH = 256;
+/** A row sent alone that the upstream answers by closing the link this many times is set aside. */
+const STRIKES_TO_SET_ASIDE = 3;
+/** A close counts against the row only this soon after it was sent (a refusal closes at once; an outage any time). */
+const STRIKE_WINDOW_MS = 10_000;
 
 /**
  * One MQTT connection to the upstream and the outbox rows that go out on it.
@@ -41,6 +47,11 @@ const FETCH = 256;
  *   a quiet device is not stuck behind a day of another device's backlog.
  * - The watchdog drops a connection that is up with rows in flight but has had no PUBACK for
  *   `stallSeconds` (a half-open TCP link or a stuck broker), so the rows go out again on a new one.
+ * - A row the upstream can never take must not stop the queue (docs/sync.md, "What the upstream
+ *   cannot take"): one over `maxMessageBytes` is set aside before it is sent. An upstream that
+ *   closes the link on a row (its own packet limit is smaller) is found out by sending one row at a
+ *   time after a close that left rows unacknowledged: a row that closes the link alone, within
+ *   seconds, three times, is set aside too.
  */
 export class UpstreamLink {
   readonly #o: LinkOptions;
@@ -66,6 +77,12 @@ export class UpstreamLink {
   readonly #readUpTo = new Map<string, number>();
   #pumpScheduled = false;
   #lastProgress = 0;
+  /** After a close with rows unacknowledged: how many rows still go out one at a time. */
+  #oneAtATime = 0;
+  /** The row sent alone and when, while #oneAtATime. */
+  #alone: { seq: number; sentAt: number } | undefined;
+  /** Closes each row sent alone has caused (few entries: only rows sent alone after a close). */
+  readonly #strikes = new Map<number, number>();
   stalls = 0;
   connects = 0;
 
@@ -160,6 +177,7 @@ export class UpstreamLink {
     const wasUp = this.#up;
     this.#up = false;
     this.#epoch++;
+    this.#judgeClose();
     // In-flight rows go back: out of MQTT.js's store (no replay of its own), still in SQLite.
     for (const id of Object.keys(client.outgoing)) client.removeOutgoingMessage(Number(id));
     this.#inFlight.clear();
@@ -191,15 +209,28 @@ export class UpstreamLink {
     const client = this.#client;
     if (!client || !this.#up || this.#stopping) return;
     const epoch = this.#epoch;
-    while (this.#inFlight.size < this.#o.window) {
+    while (this.#inFlight.size < (this.#oneAtATime > 0 ? 1 : this.#o.window)) {
       const row = this.#nextRow();
       if (!row) break;
+      if (row.payload.length > this.#o.maxMessageBytes) {
+        this.#outbox.setAside(row, `payload of ${row.payload.length} bytes is over upstream.maxMessageBytes (${this.#o.maxMessageBytes})`);
+        continue;
+      }
+      if ((this.#strikes.get(row.seq) ?? 0) >= STRIKES_TO_SET_ASIDE) {
+        this.#strikes.delete(row.seq);
+        this.#outbox.setAside(row, `the upstream closed the link each of the ${STRIKES_TO_SET_ASIDE} times it was sent alone`);
+        continue;
+      }
       if (this.#inFlight.size === 0) this.#lastProgress = this.#clock.now();
+      if (this.#oneAtATime > 0) this.#alone = { seq: row.seq, sentAt: this.#clock.now() };
       this.#inFlight.add(row.seq);
       client.publish(row.topic, row.payload, { qos: 1 }, (err) => {
         if (epoch !== this.#epoch) return;
         this.#inFlight.delete(row.seq);
         if (err) return; // taken back on close; read again from SQLite on the next connection
+        this.#strikes.delete(row.seq);
+        if (this.#oneAtATime > 0) this.#oneAtATime--;
+        this.#alone = undefined;
         this.#lastProgress = this.#clock.now();
         this.#acked.push(row.seq);
         this.#ackFlush ??= setImmediate(() => this.#flushAcks());
@@ -230,6 +261,21 @@ export class UpstreamLink {
       return buffer.shift();
     }
     return undefined;
+  }
+
+  /**
+   * A close with rows unacknowledged: the next connection sends one row at a time until as many
+   * rows as could have been in flight got through, so a row the upstream refuses by closing is
+   * sent alone and known. A row that was alone and closed the link soon after it was sent gets a strike.
+   */
+  #judgeClose(): void {
+    const alone = this.#alone;
+    this.#alone = undefined;
+    if (this.#inFlight.size === 0) return;
+    if (this.#oneAtATime > 0 && alone && this.#inFlight.size === 1 && this.#inFlight.has(alone.seq) && this.#clock.now() - alone.sentAt <= STRIKE_WINDOW_MS) {
+      this.#strikes.set(alone.seq, (this.#strikes.get(alone.seq) ?? 0) + 1);
+    }
+    this.#oneAtATime = Math.max(this.#oneAtATime, this.#o.window);
   }
 
   #flushAcks(): void {

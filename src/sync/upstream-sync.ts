@@ -82,6 +82,7 @@ export class UpstreamSync {
     m.counterFrom('outpost_outbox_sent_total', 'Outbox rows acknowledged by the upstream', () => o.status().sent);
     m.counterFrom('outpost_outbox_dropped_total', 'Outbox rows dropped by maxBytes, maxAgeDays or a purge', () => o.status().dropped);
     m.counterFrom('outpost_outbox_rejected_total', 'States refused because the outbox was full (whenFull: reject-new)', () => o.status().rejected);
+    m.counterFrom('outpost_outbox_set_aside_total', 'Outbox rows the upstream can never take (too large, or closing the link), removed unsent', () => o.status().setAside);
     m.gauge('outpost_upstream_link_up', '1 when every upstream connection is up', () => (this.link === 'up' ? 1 : 0));
     m.counterFrom('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#pastStalls + this.#links.reduce((n, l) => n + l.stalls, 0));
     m.counterFrom('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
@@ -113,6 +114,7 @@ export class UpstreamSync {
       reconnectMinMs: config.reconnectMinMs,
       reconnectMaxMs: config.reconnectMaxMs,
       stallSeconds: config.stallSeconds,
+      maxMessageBytes: config.maxMessageBytes,
     };
     if (this.#gatewayId !== null) {
       const gatewayId = this.#gatewayId;

@@ -32,8 +32,13 @@ function outboxStatus({ config, show }: ManagementArgs, store: Store): number {
   // The daemon writes its link state every second; an older record means no daemon is running.
   const fresh = c.updatedAt !== null && Date.now() - c.updatedAt < 10_000;
   const link = !config.upstream.url ? 'off' : fresh ? c.link : 'down';
-  const status = { link, depth: totals.depth, bytes: totals.bytes, oldestAt: iso(totals.oldestAt), sent: c.sent, dropped: c.dropped, rejected: c.rejected, lastAckAt: iso(c.lastAckAt) };
-  show(status, () => formatTable(['LINK', 'DEPTH', 'BYTES', 'OLDEST', 'SENT', 'DROPPED', 'REJECTED', 'LAST ACK'], [[status.link, status.depth, status.bytes, status.oldestAt, status.sent, status.dropped, status.rejected, status.lastAckAt]]));
+  const status = { link, depth: totals.depth, bytes: totals.bytes, oldestAt: iso(totals.oldestAt), sent: c.sent, dropped: c.dropped, rejected: c.rejected, setAside: c.setAside, lastAckAt: iso(c.lastAckAt) };
+  show(status, () =>
+    formatTable(
+      ['LINK', 'DEPTH', 'BYTES', 'OLDEST', 'SENT', 'DROPPED', 'REJECTED', 'SET ASIDE', 'LAST ACK'],
+      [[status.link, status.depth, status.bytes, status.oldestAt, status.sent, status.dropped, status.rejected, status.setAside, status.lastAckAt]],
+    ),
+  );
   return 0;
 }
 

@@ -12,7 +12,9 @@ import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
  * a gateway's description of one of its devices creates or updates the device with the same ID,
  * assigned to that gateway, and its assets by name; an empty payload marks it removed at the
  * gateway (its data stays). A device ID that exists here for another gateway, or for none, is
- * refused: the caller reports it on `gateway/<GatewayID>/errors`.
+ * refused: the caller reports it on `gateway/<GatewayID>/errors`. So is a new device beyond
+ * `central.devicesPerGateway` (docs/security.md, "Sync limits"): one gateway token must not be able
+ * to fill the central with devices.
  */
 export class CatalogIntake {
   readonly #catalog: Catalog;
@@ -20,8 +22,16 @@ export class CatalogIntake {
   readonly #store: Pick<Store, 'devices' | 'transaction'>;
   readonly #gateways: GatewayStore;
   readonly #clock: Clock;
+  readonly #limits: { devicesPerGateway: number };
 
-  constructor(catalog: Catalog, registry: Registry, store: Pick<Store, 'devices' | 'gateways' | 'transaction'>, clock: Clock) {
+  constructor(
+    catalog: Catalog,
+    registry: Registry,
+    store: Pick<Store, 'devices' | 'gateways' | 'transaction'>,
+    clock: Clock,
+    limits: { devicesPerGateway: number },
+  ) {
+    this.#limits = limits;
     this.#catalog = catalog;
     this.#registry = registry;
     this.#store = store;
@@ -71,6 +81,10 @@ export class CatalogIntake {
       this.#registry.updateDevice(deviceId, fields);
       if (existing.removedAtGateway !== null && existing.removedAtGateway !== undefined) this.#gateways.setRemovedAtGateway(deviceId, null);
     } else {
+      const limit = this.#limits.devicesPerGateway;
+      if (this.#gateways.deviceCount(gatewayId) >= limit) {
+        throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gatewayId} already has ${limit} devices at the central (central.devicesPerGateway); device ${deviceId} not created`);
+      }
       this.#registry.createDevice({ ...fields, id: deviceId, gateway: gatewayId });
     }
     for (const asset of assets) {
