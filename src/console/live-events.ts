@@ -22,14 +22,41 @@ export interface DeviceEventSource {
 interface Stream {
   res: ServerResponse;
   principal: Principal;
+  /** Who holds the stream, for the per-principal limit (see principalKey). */
+  holder: string;
   device: string | null;
   kinds: ReadonlySet<LiveKind>;
   dropped: number;
 }
 
-export interface LiveEventsOptions {
+/** How many streams may be open (`http.eventStreams`, docs/security.md). */
+export interface StreamLimits {
   /** Open streams at most; a browser tab holds one. */
-  maxStreams?: number;
+  max: number;
+  /** Streams one principal (a device, a gateway, an application token) may hold. */
+  perPrincipal: number;
+  /** Of `max`, slots only application tokens may take: device and gateway tokens together never fill the gateway. */
+  reservedForApps: number;
+}
+
+export const DEFAULT_STREAM_LIMITS: StreamLimits = { max: 32, perPrincipal: 4, reservedForApps: 8 };
+
+/** Why a stream was not opened: the answer's message. */
+export type OpenRefusal = string;
+
+/**
+ * One principal per device (all of a device's tokens are that device), per gateway, and per
+ * application token: issuing itself more tokens is not something a device can do, so a device
+ * holds at most `perPrincipal` streams however it connects.
+ */
+function principalKey(p: Principal): string {
+  if (p.kind === 'device' && p.deviceId) return `device:${p.deviceId}`;
+  if (p.kind === 'gateway' && p.gatewayId) return `gateway:${p.gatewayId}`;
+  return `token:${p.tokenId}`;
+}
+
+export interface LiveEventsOptions {
+  limits?: StreamLimits;
   /** A stream whose unsent data grows past this is a slow reader: events are dropped for it (and counted), never queued without bound. */
   maxBufferedBytes?: number;
   heartbeatMs?: number;
@@ -46,14 +73,17 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 export class LiveEvents {
   readonly #streams = new Set<Stream>();
-  readonly #maxStreams: number;
+  /** Open streams per holder, and how many of all are held by device and gateway tokens. */
+  readonly #held = new Map<string, number>();
+  #heldByDevices = 0;
+  readonly #limits: StreamLimits;
   readonly #maxBuffered: number;
   readonly #heartbeat: NodeJS.Timeout;
   eventsSent = 0;
   eventsDropped = 0;
 
   constructor(pipeline: StatePipeline, commands: CommandRouter, options: LiveEventsOptions = {}) {
-    this.#maxStreams = options.maxStreams ?? 32;
+    this.#limits = options.limits ?? DEFAULT_STREAM_LIMITS;
     this.#maxBuffered = options.maxBufferedBytes ?? 256 * 1024;
     pipeline.on('state', (e) => this.#stateEvent(e));
     pipeline.on('refused', (e) => this.#refusalEvent(e));
@@ -64,7 +94,7 @@ export class LiveEvents {
       for (const s of this.#streams) {
         if (!isTokenLive(s.principal.tokenId)) {
           s.res.end('event: revoked\ndata: {}\n\n');
-          this.#streams.delete(s);
+          this.#release(s);
         } else if (s.res.writableLength < this.#maxBuffered) s.res.write(': keep-alive\n\n');
       }
     }, options.heartbeatMs ?? 5_000).unref();
@@ -82,10 +112,22 @@ export class LiveEvents {
     });
   }
 
-  /** Starts a stream on `res`; false when the gateway already serves `maxStreams` of them. */
-  open(res: ServerResponse, principal: Principal, filter: { device: string | null; kinds: ReadonlySet<LiveKind> }): boolean {
-    if (this.#streams.size >= this.#maxStreams) return false;
-    const stream: Stream = { res, principal, device: filter.device, kinds: filter.kinds, dropped: 0 };
+  /**
+   * Starts a stream on `res`, or says why not: the gateway serves `max` streams already, this
+   * principal holds `perPrincipal`, or device and gateway tokens hold every slot not reserved for
+   * application tokens (so the console always finds one while devices hold theirs).
+   */
+  open(res: ServerResponse, principal: Principal, filter: { device: string | null; kinds: ReadonlySet<LiveKind> }): true | OpenRefusal {
+    const { max, perPrincipal, reservedForApps } = this.#limits;
+    const holder = principalKey(principal);
+    const isApp = principal.kind === 'app';
+    if (this.#streams.size >= max) return `this gateway serves ${max} event streams already (http.eventStreams.max)`;
+    const held = this.#held.get(holder) ?? 0;
+    if (held >= perPrincipal) return `this ${principal.kind === 'app' ? 'token' : principal.kind} holds ${held} event streams already, the most one may (http.eventStreams.perPrincipal); close one first`;
+    if (!isApp && this.#heldByDevices >= max - reservedForApps) {
+      return `device and gateway tokens hold ${this.#heldByDevices} event streams, the most they may together; the other ${reservedForApps} are kept for application tokens (http.eventStreams.reservedForApps)`;
+    }
+    const stream: Stream = { res, principal, holder, device: filter.device, kinds: filter.kinds, dropped: 0 };
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -93,8 +135,19 @@ export class LiveEvents {
     });
     res.write(`retry: 3000\n\n`);
     this.#streams.add(stream);
-    res.on('close', () => this.#streams.delete(stream));
+    this.#held.set(holder, held + 1);
+    if (!isApp) this.#heldByDevices++;
+    res.on('close', () => this.#release(stream));
     return true;
+  }
+
+  /** Forgets a stream once (it may end by revocation and then close). */
+  #release(stream: Stream): void {
+    if (!this.#streams.delete(stream)) return;
+    const held = (this.#held.get(stream.holder) ?? 1) - 1;
+    if (held > 0) this.#held.set(stream.holder, held);
+    else this.#held.delete(stream.holder);
+    if (stream.principal.kind !== 'app') this.#heldByDevices--;
   }
 
   /** Ends every stream, so a shutdown does not wait for browsers to hang up. */
@@ -102,6 +155,8 @@ export class LiveEvents {
     clearInterval(this.#heartbeat);
     for (const s of this.#streams) s.res.end();
     this.#streams.clear();
+    this.#held.clear();
+    this.#heldByDevices = 0;
   }
 
   #wanted(deviceId: string, kind: LiveKind): boolean {

@@ -66,9 +66,8 @@ export function consoleRoutes(live: LiveEvents): Route[] {
           const kinds = parseKinds(ctx.query.get('kinds'));
           if (device !== null && !canReadDevice(principal, device)) forbid(`this token may not read device ${device}`);
           if (device === null && principal.kind === 'device') forbid('a device token reads the events of its own device: add ?device=<its id>');
-          if (!live.open(ctx.res, principal, { device, kinds })) {
-            throw new ServiceError('RATE_LIMITED', 'too many open event streams on this gateway; try again later', { retryAfter: 5 });
-          }
+          const opened = live.open(ctx.res, principal, { device, kinds });
+          if (opened !== true) throw new ServiceError('RATE_LIMITED', `${opened}; try again later`, { retryAfter: 5 });
           return { status: 200, written: true };
         },
       },

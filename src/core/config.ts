@@ -15,6 +15,8 @@ export interface OutpostConfig {
     bodyLimit: number;
     /** Most bytes of stored payloads and values in one page of a list answer (docs/api.md, "Pages"). */
     pageBytes: number;
+    /** Live event streams (`GET /events`): in all, per principal, and slots kept for application tokens (docs/security.md). */
+    eventStreams: { max: number; perPrincipal: number; reservedForApps: number };
   };
   mqtt: {
     enabled: boolean;
@@ -120,7 +122,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
   role: 'gateway',
   dataDir: './data',
   log: { level: 'info' },
-  http: { enabled: true, host: '0.0.0.0', port: 8080, bodyLimit: 65536, pageBytes: 1024 * 1024 },
+  http: { enabled: true, host: '0.0.0.0', port: 8080, bodyLimit: 65536, pageBytes: 1024 * 1024, eventStreams: { max: 32, perPrincipal: 4, reservedForApps: 8 } },
   mqtt: {
     enabled: true,
     host: '0.0.0.0',
@@ -205,6 +207,7 @@ export const CONFIG_SCHEMA = strict({
     bodyLimit: positive,
     // Below a few KiB most pages would hold one row; a page always holds at least one.
     pageBytes: { type: 'integer', minimum: 4096 },
+    eventStreams: strict({ max: positive, perPrincipal: positive, reservedForApps: nonNegative }),
   }),
   mqtt: strict({
     enabled: { type: 'boolean' },
@@ -275,6 +278,12 @@ export const CONFIG_SCHEMA = strict({
     serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
   }),
 });
+
+/** Rules across keys of `http.eventStreams` that the schema cannot say. */
+function checkEventStreams(e: OutpostConfig['http']['eventStreams']): void {
+  if (e.perPrincipal > e.max) throw new ConfigError('config key http.eventStreams.perPrincipal: must not be above http.eventStreams.max');
+  if (e.reservedForApps >= e.max) throw new ConfigError('config key http.eventStreams.reservedForApps: must be below http.eventStreams.max (device tokens need a slot too)');
+}
 
 /** Rules across keys of `upstream` that the schema cannot say. */
 function checkUpstream(u: UpstreamConfig): void {
@@ -405,6 +414,7 @@ export function validateConfig(candidate: unknown): asserts candidate is Outpost
   const { validate } = configValidator(CONFIG_SCHEMA);
   if (validate(candidate)) {
     checkUpstream((candidate as OutpostConfig).upstream);
+    checkEventStreams((candidate as OutpostConfig).http.eventStreams);
     return;
   }
   const e = validate.errors![0]!;

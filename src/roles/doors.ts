@@ -117,7 +117,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   const { config, metrics } = core;
   if (!config.http.enabled) return undefined;
   const requestsByStatus = metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
-  const live = new LiveEvents(core.pipeline, core.commands, { isTokenLive: (id) => core.catalog.isTokenLive(id) });
+  const live = new LiveEvents(core.pipeline, core.commands, { limits: config.http.eventStreams, isTokenLive: (id) => core.catalog.isTokenLive(id) });
   live.addSource(core.events);
   metrics.gauge('outpost_console_streams', 'Open live event streams (GET /events)', () => live.streamCount);
   metrics.counterFrom('outpost_console_events_dropped_total', 'Live events not sent to a stream that was not keeping up', () => live.eventsDropped);
