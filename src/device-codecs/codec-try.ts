@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ServiceError } from '../core/errors.js';
 import type { Catalog } from '../store/catalog.js';
 import type { DeviceRecord } from '../core/model.js';
@@ -84,6 +85,8 @@ export interface TryReport {
   candidate: string;
   warnings: string[];
   uplinks: TriedUplink[];
+  /** Uplinks tried (and counted in `summary`) but left out of `uplinks`: the list reached `http.pageBytes`. */
+  omitted?: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -111,44 +114,117 @@ function diffOf(current: CodecResultView, candidate: CodecResultView): UplinkDif
 
 const isEmpty = (d: UplinkDiff) => d.added.length + d.removed.length + d.changed.length + d.errors.length + d.refused.length === 0;
 
-/** Runs both codecs on the uplinks and compares; stores nothing. */
-export function compareCodecs(catalog: Catalog, deviceId: string, current: UplinkDecoder, candidate: UplinkDecoder, uplinks: readonly KeptRawUplink[]): Omit<TryReport, 'warnings'> {
+/** How a try shares the daemon: slices of work between turns of the event loop, and an answer of bounded size. */
+export interface TryPacing {
+  /** Longest a slice runs before it lets other work in (ms); a slice ends only between two codec calls. */
+  sliceMillis?: number;
+  /** Raw uplinks read from the store at a time. */
+  batchSize?: number;
+  /** Most bytes the `uplinks` list may take; uplinks tried beyond it are in `summary` and counted in `omitted`. */
+  maxBytes?: number;
+  /** The caller went away (the HTTP client closed the connection): stop at the next slice. */
+  cancelled?: () => boolean;
+}
+
+/** The uplinks one comparison runs on, newest first, a batch at a time (a cursor on `seq`). */
+export type UplinkBatches = (beforeSeq: number, size: number) => readonly KeptRawUplink[];
+
+const DEFAULT_SLICE_MS = 50;
+const DEFAULT_BATCH = 50;
+
+/**
+ * Runs both codecs on the uplinks and compares; stores nothing. A JS codec call may take up to
+ * `codec.js.timeoutMs` (100 ms) and a try up to 1 000 uplinks, two calls each: run in one go that
+ * is minutes with the event loop blocked. So the work goes in slices of about `sliceMillis`, each
+ * followed by a turn of the event loop (as a re-decode does, see redecode.ts), and the current
+ * codec is looked up again after each pause: if it changed meanwhile, the try stops (409).
+ */
+export async function compareCodecs(
+  catalog: Catalog,
+  deviceId: string,
+  current: () => UplinkDecoder,
+  candidate: UplinkDecoder,
+  uplinks: UplinkBatches,
+  limit: number,
+  pacing: TryPacing = {},
+): Promise<Omit<TryReport, 'warnings'>> {
+  const sliceMillis = pacing.sliceMillis ?? DEFAULT_SLICE_MS;
+  const batchSize = pacing.batchSize ?? DEFAULT_BATCH;
+  const maxBytes = pacing.maxBytes ?? Infinity;
   const summary = { same: 0, changed: 0, errors: 0 };
   const tried: TriedUplink[] = [];
-  for (const uplink of uplinks) {
-    const now = view(evaluateUplink(catalog, deviceId, current, uplink));
-    const next = view(evaluateUplink(catalog, deviceId, candidate, uplink));
-    const diff = diffOf(now, next);
-    if (next.errors.length > 0) summary.errors++;
-    else if (isEmpty(diff)) summary.same++;
-    else summary.changed++;
-    tried.push({
-      id: uplink.seq,
-      at: iso(uplink.at),
-      ...(uplink.port === null ? {} : { port: uplink.port }),
-      payload: uplink.payload.toString('hex').toUpperCase(),
-      current: now,
-      candidate: next,
-      diff,
-    });
+  let listedBytes = 0;
+  let omitted = 0;
+  const first = current();
+  let sliceStart = performance.now();
+  /** Lets other work in once the slice is spent; throws when the try must stop. */
+  const pause = async (): Promise<void> => {
+    if (performance.now() - sliceStart < sliceMillis) return;
+    await nextTurn();
+    sliceStart = performance.now();
+    if (pacing.cancelled?.()) throw new TryCancelled();
+    if (current().version !== first.version) {
+      throw new ServiceError('CODEC_CHANGED', `the device's codec changed from ${first.version} to ${current().version} during the try; try again`);
+    }
+  };
+  let beforeSeq = Number.MAX_SAFE_INTEGER;
+  let done = 0;
+  while (done < limit) {
+    const batch = uplinks(beforeSeq, Math.min(batchSize, limit - done));
+    if (batch.length === 0) break;
+    for (const uplink of batch) {
+      await pause();
+      const now = view(evaluateUplink(catalog, deviceId, current(), uplink));
+      await pause();
+      const next = view(evaluateUplink(catalog, deviceId, candidate, uplink));
+      const diff = diffOf(now, next);
+      if (next.errors.length > 0) summary.errors++;
+      else if (isEmpty(diff)) summary.same++;
+      else summary.changed++;
+      const entry: TriedUplink = {
+        id: uplink.seq,
+        at: iso(uplink.at),
+        ...(uplink.port === null ? {} : { port: uplink.port }),
+        payload: uplink.payload.toString('hex').toUpperCase(),
+        current: now,
+        candidate: next,
+        diff,
+      };
+      // The list stops growing at the budget (docs/api.md, "Pages"); every uplink still counts in the summary.
+      const size = omitted === 0 ? Buffer.byteLength(JSON.stringify(entry)) : 0;
+      if (omitted === 0 && (tried.length === 0 || listedBytes + size <= maxBytes)) {
+        tried.push(entry);
+        listedBytes += size;
+      } else omitted++;
+      beforeSeq = uplink.seq;
+      done++;
+    }
   }
-  return { summary, current: current.version, candidate: candidate.version, uplinks: tried };
+  return { summary, current: first.version, candidate: candidate.version, uplinks: tried, ...(omitted > 0 ? { omitted } : {}) };
+}
+
+/** The client of a try went away: nothing to answer. */
+export class TryCancelled extends Error {
+  override name = 'TryCancelled';
 }
 
 /**
  * Try a candidate codec on a device's kept raw uplinks (newest first) next to its current one:
  * compiled with the same sandbox limits as a live codec, so a script that loops or eats memory is
  * stopped and reported per uplink. Nothing is stored, and the candidate is disposed afterwards.
+ * It runs in slices (see compareCodecs), so the daemon keeps serving while a slow codec is tried.
  */
-export async function tryCodec(catalog: Catalog, jobs: RedecodeJobs, codecs: DeviceCodecs, device: DeviceRecord, request: TryRequest): Promise<TryReport> {
+export async function tryCodec(catalog: Catalog, jobs: RedecodeJobs, codecs: DeviceCodecs, device: DeviceRecord, request: TryRequest, pacing: TryPacing = {}): Promise<TryReport> {
   const { codec, warnings, version } = await codecs.compile(request.settings);
   try {
     const candidate: UplinkDecoder = {
       version,
       decode: (payload, context) => codec.decodeUplink(payload, { fPort: context.fPort, receivedAt: new Date(context.receivedAt) }),
     };
-    const uplinks = jobs.latestUplinks(device.id, request.from, request.to, request.limit);
-    return { ...compareCodecs(catalog, device.id, currentUplinkDecoder(codecs, device), candidate, uplinks), warnings };
+    // Looked up at every use: a codec replaced meanwhile is disposed, and compareCodecs notices the change.
+    const current = () => currentUplinkDecoder(codecs, catalog.device(device.id) ?? device);
+    const batches: UplinkBatches = (beforeSeq, size) => jobs.latestUplinks(device.id, request.from, request.to, size, beforeSeq);
+    return { ...(await compareCodecs(catalog, device.id, current, candidate, batches, request.limit, pacing)), warnings };
   } finally {
     codec.dispose();
   }

@@ -182,13 +182,14 @@ export class RedecodeJobs {
     );
   }
 
-  /** The newest `limit` raw uplinks in the range, newest first (what a codec try runs on). */
-  latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
+  /** The newest `limit` raw uplinks in the range older than `beforeSeq`, newest first (what a codec try runs on, a batch at a time). */
+  latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number, beforeSeq = Number.MAX_SAFE_INTEGER): KeptRawUplink[] {
     return (
-      this.#stmt('SELECT seq, at, payload, port FROM raw_uplinks WHERE device_id = ? AND at >= ? AND at <= ? AND declared_format IS NULL ORDER BY seq DESC LIMIT ?').all(
+      this.#stmt('SELECT seq, at, payload, port FROM raw_uplinks WHERE device_id = ? AND at >= ? AND at <= ? AND seq < ? AND declared_format IS NULL ORDER BY seq DESC LIMIT ?').all(
         deviceId,
         from ?? NEVER,
         to ?? FOREVER,
+        beforeSeq,
         limit,
       ) as Row[]
     ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));

@@ -1,7 +1,7 @@
 import { ServiceError } from '../../../core/errors.js';
 import { hexToBytes } from '../../../codec/hex.js';
 import { codecSettingsView, parseCodecSettings } from '../../../device-codecs/device-codecs.js';
-import { parseTryBody, tryCodec } from '../../../device-codecs/codec-try.js';
+import { parseTryBody, tryCodec, TryCancelled } from '../../../device-codecs/codec-try.js';
 import { requireAdmin } from '../access.js';
 import type { RequestContext, Route } from '../router.js';
 import { adminDevice, readableDevice, type ApiDeps } from './deps.js';
@@ -30,7 +30,16 @@ export function codecRoutes(deps: ApiDeps): Route[] {
         POST: async (ctx) => {
           const device = adminDevice(deps, ctx);
           const request = parseTryBody(await ctx.body(['json']));
-          return { status: 200, body: await tryCodec(deps.catalog, deps.store.redecodeJobs, deps.codecs, device, request) };
+          // A try takes a while with a slow codec (it runs in slices); a client that left stops it.
+          let gone = false;
+          ctx.res.once('close', () => (gone = true));
+          try {
+            const report = await tryCodec(deps.catalog, deps.store.redecodeJobs, deps.codecs, device, request, { maxBytes: deps.pageBytes(), cancelled: () => gone });
+            return { status: 200, body: report };
+          } catch (err) {
+            if (err instanceof TryCancelled) return { status: 200, written: true };
+            throw err;
+          }
         },
       },
     },
