@@ -37,7 +37,7 @@ function provisionDevices(dataDir: string, count: number): BenchDevice[] {
       store.devices.update(device.id, { payloadFormat: 'abcl', codec }, now);
       const devAddr = (0x26000000 + i).toString(16).toUpperCase().padStart(8, '0');
       lorawan.put(
-        { deviceId: device.id, activation: 'abp', devEui: null, joinEui: null, appKey: null, fPort: 1, deviceClass: 'A', devAddr, nwkSKey: NWK, appSKey: APP, fCntUp: 0, fCntDown: 0, updatedOn: now },
+        { deviceId: device.id, activation: 'abp', devEui: null, joinEui: null, appKey: null, fPort: 1, deviceClass: 'A', adr: true, devAddr, nwkSKey: NWK, appSKey: APP, fCntUp: 0, fCntDown: 0, updatedOn: now },
         [],
       );
       devices.push({ id: device.id, devAddr, devAddrLe: onAirBytes(devAddr), fCnt: 0 });

@@ -54,11 +54,21 @@ export interface OutpostConfig {
 }
 
 export interface RadioConfig {
-  region: 'EU868' | 'US915';
+  region: 'EU868' | 'US915' | 'AU915' | 'AS923';
   /** 6 hex digits; OTAA DevAddrs carry its NwkID. */
   netId: string;
+  /** Copies of one uplink from every source and gateway are merged for this long (ms). */
+  dedupMs: number;
+  /** ADR (docs/lpwan.md, "ADR"); `false`: no LinkADRReq is ever sent. */
+  adr: { installationMargin: number; maxDataRate: number } | false;
+  /** RX2 and Class C data rate (DR index) when not the region's default. */
+  rx2DataRate?: number;
+  /** US915/AU915: the 8-channel sub-band (1–8) ADR's channel masks enable. */
+  subBand: number;
+  /** Confirmed Class C downlinks: resent when not acknowledged within `ackTimeoutS`, up to `retries` times. */
+  classC: { ackTimeoutS: number; retries: number };
   /** The Semtech UDP packet forwarder door; `false` turns it off. */
-  gwmp: { host: string; port: number; dedupWindowMs: number } | false;
+  gwmp: { host: string; port: number } | false;
   serial?: SerialModemConfig[];
 }
 
@@ -168,7 +178,16 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     maxMessageBytes: 65536,
   },
   central: { devicesPerGateway: 1000 },
-  radio: { region: 'EU868', netId: '000000', gwmp: { host: '0.0.0.0', port: 1700, dedupWindowMs: 200 }, serial: [] },
+  radio: {
+    region: 'EU868',
+    netId: '000000',
+    dedupMs: 200,
+    adr: { installationMargin: 10, maxDataRate: 5 },
+    subBand: 2,
+    classC: { ackTimeoutS: 30, retries: 2 },
+    gwmp: { host: '0.0.0.0', port: 1700 },
+    serial: [],
+  },
 };
 
 const port = { type: 'integer', minimum: 0, maximum: 65535 };
@@ -270,10 +289,20 @@ export const CONFIG_SCHEMA = strict({
   }),
   central: strict({ devicesPerGateway: positive }),
   radio: strict({
-    region: { enum: ['EU868', 'US915'] },
+    region: { enum: ['EU868', 'US915', 'AU915', 'AS923'] },
     netId: { type: 'string', pattern: '^[0-9A-Fa-f]{6}$' },
+    dedupMs: { type: 'integer', minimum: 0, maximum: 2000 },
+    adr: {
+      anyOf: [
+        { const: false },
+        strict({ installationMargin: { type: 'number', minimum: -20, maximum: 40 }, maxDataRate: { type: 'integer', minimum: 0, maximum: 15 } }),
+      ],
+    },
+    rx2DataRate: { type: 'integer', minimum: 0, maximum: 15 },
+    subBand: { type: 'integer', minimum: 1, maximum: 8 },
+    classC: strict({ ackTimeoutS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 }, retries: { type: 'integer', minimum: 0, maximum: 10 } }),
     gwmp: {
-      anyOf: [{ const: false }, strict({ host: { type: 'string', minLength: 1 }, port, dedupWindowMs: { type: 'integer', minimum: 0, maximum: 2000 } })],
+      anyOf: [{ const: false }, strict({ host: { type: 'string', minLength: 1 }, port })],
     },
     serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
   }),

@@ -4,6 +4,7 @@ import type { Clock } from '../core/time.js';
 import type { DownlinkQueueStore, DownlinkRecord, DownlinkStatus } from '../store/downlink-queue.js';
 import type { DeviceEvents } from '../ingest/device-events.js';
 import type { JsonValue } from '../core/json.js';
+import type { WindowName } from './radio.js';
 
 export interface DownlinkQueueLimits {
   /** Open items per device. */
@@ -48,6 +49,8 @@ export class DownlinkQueue {
   readonly #limits: DownlinkQueueLimits;
   /** Open items per device, so the uplink hot path asks SQLite only when something waits. */
   #openCounts = new Map<string, number>();
+  /** Told of every new item (Class C devices get theirs at once instead of at the next uplink). */
+  onEnqueued: ((deviceId: string) => void) | undefined;
 
   constructor(store: DownlinkQueueStore, events: DeviceEvents, clock: Clock, limits: DownlinkQueueLimits = DEFAULT_DOWNLINK_LIMITS) {
     this.#store = store;
@@ -80,6 +83,7 @@ export class DownlinkQueue {
       expiresAt: now + (item.ttlSeconds !== undefined ? Math.round(item.ttlSeconds * 1000) : this.#limits.ttlMs),
     });
     this.#openCounts.set(deviceId, this.openCount(deviceId) + 1);
+    this.onEnqueued?.(deviceId);
     this.#events.publish(deviceId, { type: 'downlink', at: now, id: record.id, status: 'queued', fPort: record.fPort, confirmed: record.confirmed, payloadSize: record.payload.length });
     return record;
   }
@@ -105,11 +109,14 @@ export class DownlinkQueue {
   }
 
   /** A transmission: an unconfirmed item leaves the queue, a confirmed one waits for its acknowledgement. */
-  sent(item: DownlinkRecord, fCnt: number, window: 'rx1' | 'rx2'): void {
+  sent(item: DownlinkRecord, fCnt: number, window: WindowName, extra: Record<string, unknown> = {}): void {
     const now = this.#clock.now();
     this.#store.markSent(item.id, fCnt, item.confirmed ? null : now);
+    item.attempts++;
+    item.status = 'sent';
+    item.fCnt = fCnt;
     if (!item.confirmed) this.#openCounts.set(item.deviceId, Math.max(0, this.openCount(item.deviceId) - 1));
-    this.#events.publish(item.deviceId, { type: 'downlink', at: now, id: item.id, status: 'sent', fCnt, fPort: item.fPort, window, confirmed: item.confirmed });
+    this.#events.publish(item.deviceId, { type: 'downlink', at: now, id: item.id, status: 'sent', fCnt, fPort: item.fPort, window, confirmed: item.confirmed, ...extra });
   }
 
   /** Reports without changing the queue (a downlink that waits for duty cycle, a gateway refusal). */

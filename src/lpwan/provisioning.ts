@@ -3,6 +3,8 @@ import type { Clock } from '../core/time.js';
 import type { LorawanDeviceRecord, LorawanDeviceStore } from '../store/lorawan-devices.js';
 import type { DownlinkQueueStore } from '../store/downlink-queue.js';
 import { isJsonObject } from '../core/json.js';
+import { dataRateName, EU868, type Region } from './lorawan/regions.js';
+import { readMacState } from './mac/state.js';
 
 /** A validated `PUT /device/<id>/lorawan` body (docs/lpwan.md, "Registering devices"). */
 export interface LorawanSettings {
@@ -16,6 +18,8 @@ export interface LorawanSettings {
   fCntUp: number;
   fCntDown: number;
   fPort: number;
+  deviceClass: 'A' | 'C';
+  adr: boolean;
   usedDevNonces: number[];
 }
 
@@ -44,8 +48,8 @@ function counterField(body: Map<string, unknown>, name: string): number {
 }
 
 const ALLOWED = {
-  abp: ['activation', 'devaddr', 'nwkskey', 'appskey', 'fcntup', 'fcntdown', 'deveui', 'fport', 'class'],
-  otaa: ['activation', 'deveui', 'joineui', 'appkey', 'usednonces', 'useddevnonces', 'fport', 'class'],
+  abp: ['activation', 'devaddr', 'nwkskey', 'appskey', 'fcntup', 'fcntdown', 'deveui', 'fport', 'class', 'adr'],
+  otaa: ['activation', 'deveui', 'joineui', 'appkey', 'usednonces', 'useddevnonces', 'fport', 'class', 'adr'],
 };
 
 export function parseLorawanSettings(raw: unknown): LorawanSettings {
@@ -60,7 +64,11 @@ export function parseLorawanSettings(raw: unknown): LorawanSettings {
   const fPort = fPortRaw === undefined || fPortRaw === null ? 1 : (fPortRaw as number);
   if (typeof fPort !== 'number' || !Number.isInteger(fPort) || fPort < 1 || fPort > 223) invalid('"fPort" must be an integer from 1 to 223');
   const cls = body.get('class');
-  if (cls !== undefined && cls !== null && cls !== 'A') invalid('"class" must be "A" (Outpost serves Class A devices)');
+  if (cls !== undefined && cls !== null && cls !== 'A' && cls !== 'C') invalid('"class" must be "A" or "C" (Class C devices get commands at once, docs/lpwan.md)');
+  const deviceClass: 'A' | 'C' = cls === 'C' ? 'C' : 'A';
+  const adrRaw = body.get('adr');
+  if (adrRaw !== undefined && adrRaw !== null && typeof adrRaw !== 'boolean') invalid('"adr" must be true or false');
+  const adr = adrRaw !== false;
   const key = (name: string, required: boolean) => {
     const h = hexField(body, name, 16, required);
     return h === null ? null : Buffer.from(h, 'hex');
@@ -77,6 +85,8 @@ export function parseLorawanSettings(raw: unknown): LorawanSettings {
       fCntUp: counterField(body, 'fCntUp'),
       fCntDown: counterField(body, 'fCntDown'),
       fPort,
+      deviceClass,
+      adr,
       usedDevNonces: [],
     };
   }
@@ -95,23 +105,39 @@ export function parseLorawanSettings(raw: unknown): LorawanSettings {
     fCntUp: 0,
     fCntDown: 0,
     fPort,
+    deviceClass,
+    adr,
     usedDevNonces: nonces as number[],
   };
 }
 
-/** What GET shows: never a key. */
-export function lorawanView(record: LorawanDeviceRecord, queued: number) {
+/**
+ * What GET shows: never a key. After an OTAA join the session shown is the new one, even while the
+ * device may still be using the old one (until its first uplink under the new).
+ */
+export function lorawanView(record: LorawanDeviceRecord, queued: number, region: Region = EU868) {
   const last = record.lastUplink;
+  const next = record.nextSession;
+  const mac = next ? readMacState(null, region) : readMacState(record.macState, region);
+  const modulation = mac.dataRate === null ? undefined : region.dataRates[mac.dataRate];
   return {
     activation: record.activation,
     devEui: record.devEui,
     joinEui: record.joinEui,
-    devAddr: record.devAddr,
-    fCntUp: record.fCntUp,
-    fCntDown: record.fCntDown,
+    devAddr: next ? next.devAddr : record.devAddr,
+    fCntUp: next ? 0 : record.fCntUp,
+    fCntDown: next ? 0 : record.fCntDown,
     fPort: record.fPort,
     class: record.deviceClass,
-    joined: record.activation === 'abp' || record.devAddr !== null,
+    joined: record.activation === 'abp' || record.devAddr !== null || next !== null,
+    adr: {
+      enabled: record.adr,
+      dataRate: modulation ? dataRateName(modulation) : null,
+      txPower: mac.txPower,
+      nbTrans: mac.nbTrans,
+      uplinks: mac.history.length,
+      pending: mac.adrPending !== null,
+    },
     lastUplink: last
       ? {
           at: new Date(last.at).toISOString(),
@@ -137,12 +163,14 @@ export class LorawanProvisioning {
   readonly #devices: LorawanDeviceStore;
   readonly #queue: DownlinkQueueStore;
   readonly #clock: Clock;
+  readonly #region: Region;
   onChange: (deviceId: string) => void = () => {};
 
-  constructor(devices: LorawanDeviceStore, queue: DownlinkQueueStore, clock: Clock) {
+  constructor(devices: LorawanDeviceStore, queue: DownlinkQueueStore, clock: Clock, region: Region = EU868) {
     this.#devices = devices;
     this.#queue = queue;
     this.#clock = clock;
+    this.#region = region;
   }
 
   put(deviceId: string, body: unknown) {
@@ -159,7 +187,8 @@ export class LorawanProvisioning {
         joinEui: s.joinEui,
         appKey: s.appKey,
         fPort: s.fPort,
-        deviceClass: 'A',
+        deviceClass: s.deviceClass,
+        adr: s.adr,
         devAddr: s.devAddr,
         nwkSKey: s.nwkSKey,
         appSKey: s.appSKey,
@@ -170,13 +199,13 @@ export class LorawanProvisioning {
       s.usedDevNonces,
     );
     this.onChange(deviceId);
-    return lorawanView(record, this.#queue.openCount(deviceId));
+    return lorawanView(record, this.#queue.openCount(deviceId), this.#region);
   }
 
   get(deviceId: string) {
     const record = this.#devices.get(deviceId);
     if (!record) throw new ServiceError('NOT_LORAWAN', `device ${deviceId} has no LoRaWAN settings (set them with PUT /device/${deviceId}/lorawan)`);
-    return lorawanView(record, this.#queue.openCount(deviceId));
+    return lorawanView(record, this.#queue.openCount(deviceId), this.#region);
   }
 
   /** Every LoRaWAN device's radio link as a device list shows it: the signal of its last uplink, never a key. */

@@ -10,6 +10,7 @@ import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import type { DeviceEvents } from '../ingest/device-events.js';
 import type { RadioSource } from './radio.js';
 import { regionByName } from './lorawan/regions.js';
+import { readMacState } from './mac/state.js';
 import { SessionRegistry } from './session-registry.js';
 import { DownlinkQueue } from './downlink-queue.js';
 import { NetworkServer } from './network-server.js';
@@ -55,15 +56,16 @@ export class RadioService implements Door {
     const { config, store, clock } = deps;
     const devices = store.lorawanDevices;
     this.#queueStore = store.downlinks;
-    this.sessions = new SessionRegistry(devices);
+    const region = regionByName(config.radio.region);
+    const rx2DataRate = config.radio.rx2DataRate ?? region.rx2.dataRate;
+    this.sessions = new SessionRegistry(devices, (json) => readMacState(json, region, rx2DataRate));
     this.sessions.loadAll();
     this.queue = new DownlinkQueue(this.#queueStore, deps.events, clock, { perDevice: config.limits.downlinksPerDevice, ttlMs: config.limits.downlinkTtlSeconds * 1000 });
-    this.provisioning = new LorawanProvisioning(devices, this.#queueStore, clock);
+    this.provisioning = new LorawanProvisioning(devices, this.#queueStore, clock, region);
     this.provisioning.onChange = (deviceId) => {
       this.sessions.reload(deviceId);
       if (!this.sessions.device(deviceId)) this.queue.forget(deviceId);
     };
-    const region = regionByName(config.radio.region);
     this.server = new NetworkServer({
       devices,
       sessions: this.sessions,
@@ -75,12 +77,23 @@ export class RadioService implements Door {
       logger: deps.logger,
       metrics: deps.metrics,
       region,
-      netId: config.radio.netId.toUpperCase(),
+      settings: {
+        netId: config.radio.netId.toUpperCase(),
+        adr: config.radio.adr === false ? false : { installationMargin: config.radio.adr.installationMargin, maxDataRate: config.radio.adr.maxDataRate },
+        rx2DataRate,
+        subBand: config.radio.subBand,
+        classC: { ackTimeoutMs: config.radio.classC.ackTimeoutS * 1000, retries: config.radio.classC.retries },
+      },
+      dedupMs: config.radio.dedupMs,
+      hasCodec: (deviceId) => {
+        const device = deps.catalog.device(deviceId);
+        return device !== undefined && deps.codecs.get(device) !== undefined;
+      },
     });
     this.sink = new LpwanCommandSink(this.sessions, deps.codecs, this.queue);
     const gwmp = config.radio.gwmp;
     if (gwmp) {
-      this.gwmp = new GwmpDoor({ port: gwmp.port, host: gwmp.host, dedupWindowMs: gwmp.dedupWindowMs, clock, logger: deps.logger, metrics: deps.metrics });
+      this.gwmp = new GwmpDoor({ port: gwmp.port, host: gwmp.host, clock, logger: deps.logger, metrics: deps.metrics });
       this.addSource(this.gwmp);
     }
   }
@@ -129,7 +142,7 @@ export class RadioService implements Door {
         this.#deps.logger.warn({ err, source: source.name }, 'radio source did not stop cleanly');
       }
     }
-    await this.server.settle();
+    await this.server.stop();
   }
 
   health(): Record<string, unknown> {

@@ -1,6 +1,7 @@
 import { cmacKey, type CmacKey } from './lorawan/crypto.js';
 import { onAirBytes } from './lorawan/phy.js';
 import type { LorawanDeviceRecord, LorawanDeviceStore } from '../store/lorawan-devices.js';
+import type { MacState } from './mac/state.js';
 
 /** A device's current session as the hot path needs it: keys ready for AES and CMAC. */
 export interface LiveSession {
@@ -10,6 +11,8 @@ export interface LiveSession {
   appSKey: Buffer;
   fCntUp: number;
   fCntDown: number;
+  /** When an OTAA join made it (null for ABP). */
+  joinedAt: number | null;
 }
 
 export interface LiveDevice {
@@ -19,13 +22,27 @@ export interface LiveDevice {
   joinEui: string | null;
   appKey: CmacKey | null;
   fPort: number;
+  deviceClass: 'A' | 'C';
+  /** The device's own ADR switch (`"adr": false` in its settings turns ADR off). */
+  adr: boolean;
   settingsVersion: number;
+  /** The session downlinks use: the one the device was last heard on. */
   session: LiveSession | undefined;
+  /** The session an OTAA join offered, until the device's first uplink under it. */
+  nextSession: LiveSession | undefined;
+  /** ADR, pending requests and RX parameters of the current session (saved with its counters). */
+  mac: MacState;
 }
 
 function sessionOf(r: LorawanDeviceRecord): LiveSession | undefined {
   if (!r.devAddr || !r.nwkSKey || !r.appSKey) return undefined;
-  return { devAddr: r.devAddr, devAddrLe: onAirBytes(r.devAddr), nwkSKey: cmacKey(r.nwkSKey), appSKey: r.appSKey, fCntUp: r.fCntUp, fCntDown: r.fCntDown };
+  return { devAddr: r.devAddr, devAddrLe: onAirBytes(r.devAddr), nwkSKey: cmacKey(r.nwkSKey), appSKey: r.appSKey, fCntUp: r.fCntUp, fCntDown: r.fCntDown, joinedAt: r.joinedAt };
+}
+
+function nextSessionOf(r: LorawanDeviceRecord): LiveSession | undefined {
+  const n = r.nextSession;
+  if (!n) return undefined;
+  return { devAddr: n.devAddr, devAddrLe: onAirBytes(n.devAddr), nwkSKey: cmacKey(n.nwkSKey), appSKey: n.appSKey, fCntUp: 0, fCntDown: 0, joinedAt: n.joinedAt };
 }
 
 /**
@@ -36,12 +53,14 @@ function sessionOf(r: LorawanDeviceRecord): LiveSession | undefined {
  */
 export class SessionRegistry {
   readonly #store: LorawanDeviceStore;
+  readonly #readMac: (json: string | null) => MacState;
   readonly #byDevice = new Map<string, LiveDevice>();
   readonly #byAddr = new Map<string, LiveDevice[]>();
   readonly #byDevEui = new Map<string, LiveDevice>();
 
-  constructor(store: LorawanDeviceStore) {
+  constructor(store: LorawanDeviceStore, readMac: (json: string | null) => MacState) {
     this.#store = store;
+    this.#readMac = readMac;
   }
 
   get size(): number {
@@ -87,9 +106,12 @@ export class SessionRegistry {
   #install(record: LorawanDeviceRecord): LiveDevice {
     const previous = this.#byDevice.get(record.deviceId);
     const session = sessionOf(record);
+    let mac = this.#readMac(record.macState);
     if (previous && previous.settingsVersion === record.settingsVersion && previous.session && session && previous.session.devAddr === session.devAddr && previous.session.nwkSKey.key.equals(session.nwkSKey.key)) {
+      // The same session: what memory holds may be ahead of what is committed.
       session.fCntUp = Math.max(session.fCntUp, previous.session.fCntUp);
       session.fCntDown = Math.max(session.fCntDown, previous.session.fCntDown);
+      mac = previous.mac;
     }
     const live: LiveDevice = {
       deviceId: record.deviceId,
@@ -98,13 +120,18 @@ export class SessionRegistry {
       joinEui: record.joinEui,
       appKey: record.appKey ? cmacKey(record.appKey) : null,
       fPort: record.fPort,
+      deviceClass: record.deviceClass,
+      adr: record.adr,
       settingsVersion: record.settingsVersion,
       session,
+      nextSession: nextSessionOf(record),
+      mac,
     };
     this.remove(record.deviceId);
     this.#byDevice.set(live.deviceId, live);
     if (live.devEui) this.#byDevEui.set(live.devEui, live);
     if (session) this.#index(live, session.devAddr);
+    if (live.nextSession && live.nextSession.devAddr !== session?.devAddr) this.#index(live, live.nextSession.devAddr);
     return live;
   }
 
@@ -122,11 +149,14 @@ export class SessionRegistry {
     else this.#byAddr.delete(devAddr);
   }
 
-  /** Installs a new session after an OTAA join. */
-  replaceSession(live: LiveDevice, session: LiveSession): void {
-    if (live.session) this.#unindex(live, live.session.devAddr);
-    live.session = session;
-    this.#index(live, session.devAddr);
+  /** The device was heard under its next session: that one becomes current, the old one is gone. */
+  switchToNextSession(live: LiveDevice, mac: MacState): LiveSession {
+    const next = live.nextSession!;
+    if (live.session && live.session.devAddr !== next.devAddr) this.#unindex(live, live.session.devAddr);
+    live.session = next;
+    live.nextSession = undefined;
+    live.mac = mac;
+    return next;
   }
 
   remove(deviceId: string): void {
@@ -135,5 +165,6 @@ export class SessionRegistry {
     this.#byDevice.delete(deviceId);
     if (live.devEui && this.#byDevEui.get(live.devEui) === live) this.#byDevEui.delete(live.devEui);
     if (live.session) this.#unindex(live, live.session.devAddr);
+    if (live.nextSession && live.nextSession.devAddr !== live.session?.devAddr) this.#unindex(live, live.nextSession.devAddr);
   }
 }

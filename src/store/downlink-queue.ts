@@ -12,6 +12,8 @@ export interface DownlinkRecord {
   status: DownlinkStatus;
   reason: string | null;
   fCnt: number | null;
+  /** How many times it was transmitted (a confirmed item goes again until acknowledged). */
+  attempts: number;
   createdAt: number;
   expiresAt: number;
   finishedAt: number | null;
@@ -29,6 +31,7 @@ function recordFrom(r: Row): DownlinkRecord {
     status: r.status as DownlinkStatus,
     reason: (r.reason as string | null) ?? null,
     fCnt: (r.f_cnt as number | null) ?? null,
+    attempts: (r.attempts as number | undefined) ?? 0,
     createdAt: r.created_at as number,
     expiresAt: r.expires_at as number,
     finishedAt: (r.finished_at as number | null) ?? null,
@@ -51,7 +54,7 @@ export class DownlinkQueueStore {
     return this.#db.statement(sql);
   }
 
-  enqueue(item: Omit<DownlinkRecord, 'status' | 'reason' | 'fCnt' | 'finishedAt'>): DownlinkRecord {
+  enqueue(item: Omit<DownlinkRecord, 'status' | 'reason' | 'fCnt' | 'finishedAt' | 'attempts'>): DownlinkRecord {
     this.#stmt('INSERT INTO downlinks (id, device_id, f_port, confirmed, payload, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
       item.id,
       item.deviceId,
@@ -62,7 +65,7 @@ export class DownlinkQueueStore {
       item.createdAt,
       item.expiresAt,
     );
-    return { ...item, status: 'queued', reason: null, fCnt: null, finishedAt: null };
+    return { ...item, status: 'queued', reason: null, fCnt: null, attempts: 0, finishedAt: null };
   }
 
   /** Open items of a device, oldest first. */
@@ -89,7 +92,7 @@ export class DownlinkQueueStore {
 
   /** A transmission of an open item (a confirmed one stays open until acknowledged). */
   markSent(id: string, fCnt: number, finishedAt: number | null): void {
-    this.#stmt('UPDATE downlinks SET status = ?, f_cnt = ?, finished_at = ? WHERE id = ?').run('sent', fCnt, finishedAt, id);
+    this.#stmt('UPDATE downlinks SET status = ?, f_cnt = ?, finished_at = ?, attempts = attempts + 1 WHERE id = ?').run('sent', fCnt, finishedAt, id);
   }
 
   finish(id: string, status: DownlinkStatus, reason: string | null, at: number): void {

@@ -6,7 +6,8 @@ import { buildDataDownlink, buildJoinAccept, dataMicValid, joinRequestMicValid, 
 import { MAX_FCNT_GAP, reconstructFCnt, replayedFCnt } from '../../src/lpwan/lorawan/counters.js';
 import { EU868, US915, dataRateIndex, maxFrmPayload, timeOnAirMs } from '../../src/lpwan/lorawan/regions.js';
 import { DutyCycleTracker, subBandOf } from '../../src/lpwan/lorawan/duty-cycle.js';
-import { linkCheckAnswer, parseUplinkMacCommands } from '../../src/lpwan/lorawan/mac-commands.js';
+import { parseUplinkMacCommands } from '../../src/lpwan/mac/commands.js';
+import { linkCheckAnswer } from '../../src/lpwan/mac/link-check.js';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const NWK = cmacKey(hex('44024241ed4ce9a68c6a8bc055233fd3'));
@@ -232,8 +233,8 @@ test('duty cycle: sub-bands and the one-hour budget', () => {
 });
 
 test('LinkCheckAns margin and gateway count', () => {
-  assert.deepEqual([...linkCheckAnswer(5, 7, 2)], [0x02, 12, 2]);
-  assert.deepEqual([...linkCheckAnswer(-25, 12, 1)], [0x02, 0, 1]);
+  assert.deepEqual([...linkCheckAnswer(5, { spreadingFactor: 7, bandwidth: 125 }, 2)], [0x02, 12, 2]);
+  assert.deepEqual([...linkCheckAnswer(-25, { spreadingFactor: 12, bandwidth: 125 }, 1)], [0x02, 0, 1]);
   // The first unknown command ends parsing.
   const { commands, unparsed } = parseUplinkMacCommands(hex('02 ff 02'));
   assert.equal(commands.length, 1);

@@ -1,5 +1,6 @@
 // `outpost device lorawan <id> abp|otaa|show|delete`: a device's LoRaWAN settings (docs/lpwan.md).
 import { systemClock } from '../../core/time.js';
+import { regionByName } from '../../lpwan/lorawan/regions.js';
 import { LorawanProvisioning } from '../../lpwan/provisioning.js';
 import { requireArg, UsageError, type ManagementArgs, type ManagementValues } from '../args.js';
 import { withRegistry } from '../open.js';
@@ -43,7 +44,7 @@ export function deviceLorawan({ config, positionals, values, show }: ManagementA
   return withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
     const action = requireArg(positionals, 2, 'abp, otaa, show or delete');
-    const provisioning = new LorawanProvisioning(store.lorawanDevices, store.downlinks, systemClock);
+    const provisioning = new LorawanProvisioning(store.lorawanDevices, store.downlinks, systemClock, regionByName(config.radio.region));
     switch (action) {
       case 'abp':
       case 'otaa': {

@@ -3,9 +3,8 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../core/time.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Counter, MetricsRegistry } from '../../ops/metrics.js';
-import type { RadioFrame, RadioSource, RadioSourceHealth, RadioTransmission } from '../radio.js';
+import { transmitInOrder, type RadioCapabilities, type RadioFrame, type RadioSource, type RadioSourceHealth, type RadioTransmission, type TransmitResult, type TransmitWindow } from '../radio.js';
 import { ackFor, PacketType, parseDatagram, pullResp, readRxpk, type Datagram } from './protocol.js';
-import { UplinkDeduplicator } from './dedup.js';
 
 /** What the door keeps with a frame so a downlink can answer it through the same gateway. */
 export interface GwmpReplyTo {
@@ -40,8 +39,6 @@ export interface GwmpDoorOptions {
   clock: Clock;
   logger: Logger;
   metrics?: MetricsRegistry;
-  /** How long copies of one uplink from several gateways are collected (ms). */
-  dedupWindowMs?: number;
   /** A gateway without a PULL_DATA for this long gets no downlinks (ms). */
   gatewayTimeoutMs?: number;
   /** How long to wait for a TX_ACK before taking a PULL_RESP as accepted (forwarders that send none). */
@@ -61,16 +58,17 @@ export class GwmpTransmitError extends Error {
 
 /**
  * The packet forwarder door (Semtech UDP): answers PUSH_DATA and PULL_DATA at once, turns received
- * packets into radio frames (one per uplink however many gateways heard it), keeps each gateway's
- * status and downlink address, and sends PULL_RESP downlinks matched to their TX_ACK by token.
+ * packets into radio frames (one per gateway copy: the network server merges copies from every
+ * source), keeps each gateway's status and downlink address, and sends PULL_RESP downlinks matched
+ * to their TX_ACK by token.
  */
 export class GwmpDoor implements RadioSource {
   readonly name = 'gwmp';
+  readonly capabilities: RadioCapabilities = { transmit: true, rx1: true, immediate: true };
   readonly #options: Required<Omit<GwmpDoorOptions, 'metrics' | 'host'>> & { host: string };
   readonly #gateways = new Map<string, GatewayState>();
   readonly #pending = new Map<string, PendingTx>();
   readonly #listeners: Array<(frame: RadioFrame) => void> = [];
-  readonly #dedup: UplinkDeduplicator;
   readonly #datagrams: Counter | undefined;
   readonly #dropped: Counter | undefined;
   readonly #txResults: Counter | undefined;
@@ -86,7 +84,6 @@ export class GwmpDoor implements RadioSource {
       host: options.host ?? '0.0.0.0',
       clock: options.clock,
       logger: options.logger,
-      dedupWindowMs: options.dedupWindowMs ?? 200,
       gatewayTimeoutMs: options.gatewayTimeoutMs ?? 60_000,
       txAckTimeoutMs: options.txAckTimeoutMs ?? 800,
     };
@@ -95,14 +92,6 @@ export class GwmpDoor implements RadioSource {
     this.#dropped = m?.counter('outpost_gwmp_dropped_total', 'Packet forwarder datagrams and packets dropped, by reason');
     this.#txResults = m?.counter('outpost_gwmp_tx_total', 'Downlinks handed to gateways, by TX_ACK result');
     m?.gauge('outpost_gwmp_gateways', 'Gateways that sent a PULL_DATA recently (can take downlinks)', () => this.#onlineGateways().length);
-    this.#dedup = new UplinkDeduplicator({
-      windowMs: this.#options.dedupWindowMs,
-      expectedCopies: () => Math.max(1, this.#onlineGateways().length),
-      emit: (frame) => {
-        this.#framesReceived++;
-        for (const listener of this.#listeners) listener(frame);
-      },
-    });
   }
 
   /** The bound UDP port (after start). */
@@ -112,6 +101,11 @@ export class GwmpDoor implements RadioSource {
 
   onFrame(listener: (frame: RadioFrame) => void): void {
     this.#listeners.push(listener);
+  }
+
+  /** Gateways online: each may deliver a copy of one uplink. */
+  receivers(): number {
+    return Math.max(1, this.#onlineGateways().length);
   }
 
   start(): Promise<void> {
@@ -141,7 +135,6 @@ export class GwmpDoor implements RadioSource {
   }
 
   async stop(): Promise<void> {
-    this.#dedup.flushAll();
     for (const [token, p] of this.#pending) {
       clearTimeout(p.timer);
       p.reject(new GwmpTransmitError('STOPPED', 'the packet forwarder door stopped'));
@@ -228,7 +221,8 @@ export class GwmpDoor implements RadioSource {
       if (reading.rssi !== undefined) frame.rssi = reading.rssi;
       if (reading.snr !== undefined) frame.snr = reading.snr;
       if (reading.time !== undefined) frame.gatewayTime = reading.time;
-      if (!this.#dedup.offer(frame)) this.#drop('duplicate');
+      this.#framesReceived++;
+      for (const listener of this.#listeners) listener(frame);
     }
   }
 
@@ -256,11 +250,17 @@ export class GwmpDoor implements RadioSource {
     }
   }
 
-  transmit(t: RadioTransmission): Promise<void> {
+  /** Tries each window in order (a TX_ACK error on RX1 falls back to RX2). */
+  transmit(t: RadioTransmission): Promise<TransmitResult> {
+    return transmitInOrder(t, (w) => this.#transmitWindow(t, w));
+  }
+
+  #transmitWindow(t: RadioTransmission, w: TransmitWindow): Promise<void> {
     const replyTo = t.replyTo as GwmpReplyTo | undefined;
     const gateway = replyTo && this.#gateways.get(replyTo.gatewayEui);
     if (!replyTo || !gateway) return Promise.reject(new GwmpTransmitError('NO_GATEWAY', 'the uplink did not come through a known gateway'));
-    if (replyTo.tmst === undefined) return Promise.reject(new GwmpTransmitError('NO_TMST', `gateway ${gateway.eui} sent no tmst with the uplink: a Class A downlink cannot be timed`));
+    // Class C: sent at once (`imme`), no timestamp needed.
+    if (w.delayMs !== undefined && replyTo.tmst === undefined) return Promise.reject(new GwmpTransmitError('NO_TMST', `gateway ${gateway.eui} sent no tmst with the uplink: a Class A downlink cannot be timed`));
     const since = this.#options.clock.now() - this.#options.gatewayTimeoutMs;
     if (!gateway.downlink || gateway.lastPullAt === undefined || gateway.lastPullAt < since) {
       return Promise.reject(new GwmpTransmitError('GATEWAY_OFFLINE', `gateway ${gateway.eui} has sent no PULL_DATA recently: no downlink path`));
@@ -272,16 +272,16 @@ export class GwmpDoor implements RadioSource {
       key = token.toString('hex');
     }
     const txpk = {
-      tmst: (replyTo.tmst + t.delayMs * 1000) >>> 0,
-      freq: t.frequency / 1e6,
+      ...(w.delayMs === undefined ? { imme: true } : { tmst: (replyTo.tmst! + w.delayMs * 1000) >>> 0 }),
+      freq: w.frequency / 1e6,
       rfch: 0,
-      powe: t.power ?? 14,
+      powe: w.power,
       modu: 'LORA' as const,
-      datr: t.dataRate,
+      datr: w.dataRate,
       codr: '4/5',
       ipol: t.invertIq,
-      size: t.payload.length,
-      data: t.payload.toString('base64'),
+      size: w.payload.length,
+      data: w.payload.toString('base64'),
     };
     const { address, port } = gateway.downlink;
     return new Promise<void>((resolve, reject) => {

@@ -120,7 +120,9 @@ export function readRxpk(rxpk: Rxpk): RxpkReading {
 }
 
 export interface Txpk {
-  tmst: number;
+  /** Concentrator time to send at (Class A), or absent with `imme` (Class C: send at once). */
+  tmst?: number;
+  imme?: boolean;
   freq: number;
   rfch: number;
   powe: number;

@@ -121,6 +121,8 @@ export interface DataDownlinkInput {
   confirmed: boolean;
   ack: boolean;
   fPending: boolean;
+  /** FCtrl.ADR: the network controls the device's data rate (ADR on for it). */
+  adr?: boolean;
   /** Clear-text MAC commands, at most 15 bytes. */
   fOpts?: Buffer;
   /** With `payload`: 1..223 (application, AppSKey) or 0 (MAC commands, NwkSKey). */
@@ -128,7 +130,7 @@ export interface DataDownlinkInput {
   payload?: Buffer;
 }
 
-/** MHDR | FHDR | FPort | encrypted FRMPayload | MIC, Dir = down, ADR = 0 (Outpost runs no ADR). */
+/** MHDR | FHDR | FPort | encrypted FRMPayload | MIC, Dir = down. */
 export function buildDataDownlink(input: DataDownlinkInput): Buffer {
   const fOpts = input.fOpts ?? Buffer.alloc(0);
   if (fOpts.length > 15) throw new RangeError('FOpts longer than 15 bytes');
@@ -137,7 +139,7 @@ export function buildDataDownlink(input: DataDownlinkInput): Buffer {
   const header = Buffer.alloc(8);
   header[0] = (input.confirmed ? MType.ConfirmedDataDown : MType.UnconfirmedDataDown) << 5;
   input.devAddrLe.copy(header, 1);
-  header[5] = (input.ack ? 0x20 : 0) | (input.fPending ? 0x10 : 0) | fOpts.length;
+  header[5] = (input.adr ? 0x80 : 0) | (input.ack ? 0x20 : 0) | (input.fPending ? 0x10 : 0) | fOpts.length;
   header.writeUInt16LE(input.fCnt & 0xffff, 6);
   const parts = [header, fOpts];
   if (hasPort) {

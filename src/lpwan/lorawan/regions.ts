@@ -1,8 +1,15 @@
 /**
- * Regional parameters Outpost supports (docs/lpwan.md, "Regions"): data rates, the RX1/RX2 windows
- * and the largest payload per data rate. EU868 is the default; US915 is chosen by `radio.region`.
+ * Regional parameters Outpost supports (docs/lpwan.md, "Regions"): data rates, the RX1/RX2 windows,
+ * the largest payload per data rate, TX power indexes and the channel masks ADR sends. EU868 is the
+ * default; US915, AU915 and AS923 (RP002-1.0.4) are chosen by `radio.region`.
  */
-export type RegionName = 'EU868' | 'US915';
+export type RegionName = 'EU868' | 'US915' | 'AU915' | 'AS923';
+
+/** One LinkADRReq's channel mask: `chMaskCntl` says which 16 channels (or which rule) `chMask` covers. */
+export interface ChannelMask {
+  chMaskCntl: number;
+  chMask: number;
+}
 
 export interface LoraModulation {
   spreadingFactor: number;
@@ -30,6 +37,36 @@ export interface Region {
   downlinkPower(frequency: number): number;
   /** The RX1 frequency and data rate for an uplink. */
   rx1(uplinkFrequency: number, uplinkDataRate: number, rx1DrOffset: number): { frequency: number; dataRate: number } | undefined;
+  /** The highest uplink data rate ADR may give a device (the fastest 125 kHz rate). */
+  maxAdrDataRate: number;
+  /** The highest TX power index (index i = max EIRP − 2·i dB; 0 = full power). */
+  maxTxPowerIndex: number;
+  /**
+   * The channel masks of the LinkADRReq block ADR sends: the region's default channels, or for
+   * the 72-channel plans the configured 8-channel sub-band (1–8) and its 500 kHz channel.
+   */
+  linkAdrMasks(subBand: number): ChannelMask[];
+}
+
+/**
+ * Demodulation floor per spreading factor (dB), the same at every bandwidth: ADR and LinkCheckAns
+ * measure the margin above it (EU868 DR0…DR5 = −20 … −7.5 dB).
+ */
+const REQUIRED_SNR: Record<number, number> = { 7: -7.5, 8: -10, 9: -12.5, 10: -15, 11: -17.5, 12: -20 };
+
+export function requiredSnr(m: LoraModulation): number {
+  return REQUIRED_SNR[m.spreadingFactor] ?? -20;
+}
+
+/** The two-request mask block of a 72-channel plan: 500 kHz channel of the sub-band, then its eight 125 kHz channels. */
+function subBandMasks(subBand: number): ChannelMask[] {
+  const i = subBand - 1;
+  // ChMaskCntl 7: every 125 kHz channel off, ChMask applies to the 500 kHz channels 64–71.
+  // ChMaskCntl n (0–3): ChMask enables 125 kHz channels 16n … 16n+15.
+  return [
+    { chMaskCntl: 7, chMask: 1 << i },
+    { chMaskCntl: i >> 1, chMask: 0xff << (8 * (i & 1)) },
+  ];
 }
 
 export const RECEIVE_DELAY1_MS = 1000;
@@ -76,6 +113,10 @@ export const EU868: Region = {
   // EIRP limits: 16 dBm below 869.2 MHz, 27 dBm in the 869.4–869.65 MHz sub-band (2 dBi antenna margin).
   downlinkPower: (frequency) => (frequency >= 869_400_000 && frequency < 869_650_000 ? 27 : 14),
   rx1: (frequency, dataRate, offset) => ({ frequency, dataRate: Math.max(0, dataRate - offset) }),
+  maxAdrDataRate: 5,
+  maxTxPowerIndex: 7,
+  // The three mandatory channels 868.1, 868.3, 868.5 MHz every EU868 device has.
+  linkAdrMasks: () => [{ chMaskCntl: 0, chMask: 0x0007 }],
 };
 
 const US915_RX1_DR: ReadonlyArray<ReadonlyArray<number>> = [
@@ -109,10 +150,83 @@ export const US915: Region = {
     if (channel === undefined || dr === undefined) return undefined;
     return { frequency: 923_300_000 + 600_000 * (channel % 8), dataRate: dr };
   },
+  maxAdrDataRate: 3,
+  maxTxPowerIndex: 14,
+  linkAdrMasks: subBandMasks,
+};
+
+/** RP002 AU915 RX1 data rate by uplink DR (0–6) and RX1DROffset (0–5). */
+const AU915_RX1_DR: ReadonlyArray<ReadonlyArray<number>> = [
+  [8, 8, 8, 8, 8, 8],
+  [9, 8, 8, 8, 8, 8],
+  [10, 9, 8, 8, 8, 8],
+  [11, 10, 9, 8, 8, 8],
+  [12, 11, 10, 9, 8, 8],
+  [13, 12, 11, 10, 9, 8],
+  [13, 13, 12, 11, 10, 9],
+];
+
+/** The uplink channel index of an AU915 frequency (125 kHz channels 0–63 from 915.2 MHz, 500 kHz 64–71 from 915.9 MHz). */
+function au915Channel(frequency: number, dataRate: number): number | undefined {
+  if (dataRate === 6) {
+    const n = Math.round((frequency - 915_900_000) / 1_600_000);
+    return n >= 0 && n < 8 ? 64 + n : undefined;
+  }
+  const n = Math.round((frequency - 915_200_000) / 200_000);
+  return n >= 0 && n < 64 ? n : undefined;
+}
+
+/**
+ * AU915-928 (RP002-1.0.4): 64 + 8 uplink channels like US915 but from 915.2 MHz, DR0–5 = SF12–SF7
+ * at 125 kHz, DR6 = SF8/500 kHz, downlinks on the eight 500 kHz channels from 923.3 MHz.
+ */
+export const AU915: Region = {
+  name: 'AU915',
+  dataRates: [sf(12), sf(11), sf(10), sf(9), sf(8), sf(7), sf(8, 500), undefined, sf(12, 500), sf(11, 500), sf(10, 500), sf(9, 500), sf(8, 500), sf(7, 500)],
+  maxMacPayload: [59, 59, 59, 123, 250, 250, 250, 0, 61, 137, 250, 250, 250, 250],
+  rx2: { frequency: 923_300_000, dataRate: 8 },
+  dutyCycle: false,
+  downlinkPower: () => 27,
+  rx1: (frequency, dataRate, offset) => {
+    const channel = au915Channel(frequency, dataRate);
+    const dr = AU915_RX1_DR[dataRate]?.[offset];
+    if (channel === undefined || dr === undefined) return undefined;
+    return { frequency: 923_300_000 + 600_000 * (channel % 8), dataRate: dr };
+  },
+  maxAdrDataRate: 5,
+  maxTxPowerIndex: 14,
+  linkAdrMasks: subBandMasks,
+};
+
+/**
+ * AS923-1 (RP002-1.0.4, dwell time off): EU868's data rates, default channels 923.2 and 923.4 MHz,
+ * RX1 on the uplink frequency, RX2 923.2 MHz at DR2. Listen-before-talk rules differ by country:
+ * no ETSI duty cycle tracker.
+ */
+export const AS923: Region = {
+  name: 'AS923',
+  dataRates: [sf(12), sf(11), sf(10), sf(9), sf(8), sf(7), sf(7, 250), undefined],
+  maxMacPayload: [59, 59, 123, 123, 250, 250, 250, 250],
+  rx2: { frequency: 923_200_000, dataRate: 2 },
+  dutyCycle: false,
+  downlinkPower: () => 14,
+  rx1: (frequency, dataRate, offset) => ({ frequency, dataRate: Math.min(5, Math.max(0, dataRate - offset)) }),
+  maxAdrDataRate: 5,
+  maxTxPowerIndex: 7,
+  linkAdrMasks: () => [{ chMaskCntl: 0, chMask: 0x0003 }],
 };
 
 export function regionByName(name: RegionName): Region {
-  return name === 'US915' ? US915 : EU868;
+  switch (name) {
+    case 'US915':
+      return US915;
+    case 'AU915':
+      return AU915;
+    case 'AS923':
+      return AS923;
+    default:
+      return EU868;
+  }
 }
 
 /**

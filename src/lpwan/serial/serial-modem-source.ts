@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { SerialPort } from 'serialport';
 import type { Clock } from '../../core/time.js';
 import type { Logger } from '../../ops/logger.js';
-import type { RadioFrame, RadioSource, RadioSourceHealth, RadioTransmission } from '../radio.js';
+import { transmitInOrder, type RadioCapabilities, type RadioFrame, type RadioSource, type RadioSourceHealth, type RadioTransmission, type TransmitResult, type TransmitWindow } from '../radio.js';
 import { loraAirtimeMs } from './airtime.js';
 import { CommandChannel } from './command-channel.js';
 import { createModemDriver } from './drivers.js';
@@ -182,15 +182,35 @@ export class SerialModemSource implements RadioSource {
   #ignoredOnEarlierPorts = 0;
 
   /**
-   * Sends a downlink: the TX command is written `txLeadMs` before `replyTo.firstByteAt + delayMs`,
-   * after the modem was switched to the transmission's channel; receive is re-armed afterwards
-   * whatever happened. Resolves when the modem reports the transmission done.
+   * Host timing cannot hit RX1 (1 ms symbols at SF7 against USB and scheduler jitter): RX2 only
+   * (docs/lpwan.md, "Serial modems"). RAK811 firmware cannot invert IQ: receive only.
    */
-  async transmit(tx: RadioTransmission): Promise<void> {
+  get capabilities(): RadioCapabilities {
+    const canTransmit = this.#driver.canTransmit;
+    return { transmit: canTransmit, rx1: false, immediate: canTransmit };
+  }
+
+  /** One modem hears one copy. */
+  receivers(): number {
+    return 1;
+  }
+
+  /** Tries each window in order; see `#transmitWindow`. */
+  transmit(t: RadioTransmission): Promise<TransmitResult> {
+    return transmitInOrder(t, (w) => this.#transmitWindow(t, w));
+  }
+
+  /**
+   * Sends a downlink: the TX command is written `txLeadMs` before `replyTo.firstByteAt + delayMs`
+   * (or as soon as the modem is switched, for an immediate Class C window), after the modem was
+   * switched to the window's channel; receive is re-armed afterwards whatever happened. Resolves
+   * when the modem reports the transmission done.
+   */
+  async #transmitWindow(t: RadioTransmission, tx: TransmitWindow): Promise<void> {
     if (!this.#driver.canTransmit) {
       throw new SerialModemError('TRANSMIT_UNSUPPORTED', `${this.#options.modem} modems cannot send LoRaWAN downlinks (no IQ inversion)`);
     }
-    const replyTo = tx.replyTo as Partial<SerialReplyTo> | undefined;
+    const replyTo = t.replyTo as Partial<SerialReplyTo> | undefined;
     if (!replyTo || replyTo.source !== this.name || typeof replyTo.firstByteAt !== 'number') {
       throw new SerialModemError('TRANSMIT_INVALID', `replyTo does not name an uplink heard by ${this.name}`);
     }
@@ -200,7 +220,7 @@ export class SerialModemSource implements RadioSource {
     }
     if (tx.payload.length === 0 || tx.payload.length > 255) throw new SerialModemError('TRANSMIT_INVALID', `payload of ${tx.payload.length} bytes (1–255)`);
     if (this.#state !== 'receiving' && this.#state !== 'transmitting') throw new SerialModemError('MODEM_DOWN', `${this.name} is ${this.#state}`);
-    const issueAt = replyTo.firstByteAt + tx.delayMs - this.#options.txLeadMs;
+    const issueAt = tx.delayMs === undefined ? performance.now() + TX_PREPARE_MS : replyTo.firstByteAt + tx.delayMs - this.#options.txLeadMs;
     const lateToleranceMs = (TX_LATE_SYMBOLS * 2 ** rate.spreadingFactor) / rate.bandwidth;
     if (performance.now() > issueAt) throw new SerialModemError('TRANSMIT_TOO_LATE', `the window started ${Math.round(performance.now() - issueAt)} ms ago`);
     await this.#sleepUntil(issueAt - TX_PREPARE_MS);
@@ -210,7 +230,7 @@ export class SerialModemSource implements RadioSource {
       if (performance.now() > issueAt + lateToleranceMs) throw new SerialModemError('TRANSMIT_TOO_LATE', `queued behind other commands until ${Math.round(performance.now() - issueAt)} ms after the window`);
       this.#state = 'transmitting';
       try {
-        await this.#driver.prepareTransmit(this.#link, { frequency: tx.frequency, ...rate, invertIq: tx.invertIq, power: tx.power ?? 14 });
+        await this.#driver.prepareTransmit(this.#link, { frequency: tx.frequency, ...rate, invertIq: t.invertIq, power: tx.power });
         await this.#sleepUntil(issueAt);
         if (performance.now() > issueAt + lateToleranceMs) {
           throw new SerialModemError('TRANSMIT_TOO_LATE', `the modem took until ${Math.round(performance.now() - issueAt)} ms after the window to switch channels`);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../../../src/ops/logger.js';
 import { systemClock } from '../../../src/core/time.js';
-import type { RadioFrame } from '../../../src/lpwan/radio.js';
+import { TransmitFailed, type RadioFrame, type RadioTransmission } from '../../../src/lpwan/radio.js';
 import { SerialModemSource, type SerialModemOptions } from '../../../src/lpwan/serial/serial-modem-source.js';
 import { SerialModemError } from '../../../src/lpwan/serial/modem.js';
 import { ModemSimulator, randomModemLine, seeded, sleep, type SimulatedModem } from './modem-simulator.js';
@@ -11,6 +11,14 @@ import { ModemSimulator, randomModemLine, seeded, sleep, type SimulatedModem } f
 // Public vector V1 (an unconfirmed LoRaWAN uplink) as the radio payload.
 const UPLINK = Buffer.from('40f17dbe4900020001954378762b11ff0d', 'hex');
 const DOWNLINK = Buffer.from('60f17dbe4920020001f9d65d27', 'hex');
+/** A Class A transmission with one RX2 window (869.525 MHz SF12) `delayMs` after the uplink. */
+const rx2 = (delayMs: number, replyTo: unknown): RadioTransmission => ({
+  windows: [{ name: 'rx2', payload: DOWNLINK, frequency: 869525000, dataRate: 'SF12BW125', power: 14, delayMs }],
+  invertIq: true,
+  replyTo,
+});
+/** The modem's error code behind a transmission that went out in no window. */
+const modemCode = (err: unknown) => (err instanceof TransmitFailed && err.causes[0] instanceof SerialModemError ? err.causes[0].code : undefined);
 const logger = createLogger('silent');
 
 async function setup(modem: SimulatedModem, options: Partial<SerialModemOptions> = {}) {
@@ -58,10 +66,10 @@ async function downlinkAfterUplink(t: Setup, armCommand: string): Promise<{ writ
     await sleep(20);
     const mark = t.sim.commands.length;
     try {
-      await t.source.transmit({ payload: DOWNLINK, frequency: 869525000, dataRate: 'SF12BW125', invertIq: true, delayMs: 2000, power: 14, replyTo: t.frames[count]!.replyTo });
+      await t.source.transmit(rx2(2000, t.frames[count]!.replyTo));
       return { writtenAt, mark };
     } catch (err) {
-      if (!(err instanceof SerialModemError && err.code === 'TRANSMIT_TOO_LATE') || attempt === 3) throw err;
+      if (modemCode(err) !== 'TRANSMIT_TOO_LATE' || attempt === 3) throw err;
       await t.sim.waitFor(() => t.sim.receiving && t.sim.commands.at(-1)?.text === armCommand, 'receive re-armed after the refused TX');
     }
   }
@@ -203,8 +211,8 @@ test('a command that times out fails init: the port is reopened after the backof
     await sim.waitFor(() => frames.length === 1 && sim.receiving, 'a frame');
     sim.silentOnce.push('radio tx');
     await assert.rejects(
-      source.transmit({ payload: DOWNLINK, frequency: 869525000, dataRate: 'SF12BW125', invertIq: true, delayMs: 1000, replyTo: frames[0]!.replyTo }),
-      (err: unknown) => err instanceof SerialModemError && err.code === 'COMMAND_TIMEOUT',
+      source.transmit(rx2(1000, frames[0]!.replyTo)),
+      (err: unknown) => modemCode(err) === 'COMMAND_TIMEOUT',
     );
     await sim.waitFor(() => sim.receiving && sim.commands.at(-1)?.text === 'radio rx 0', 'receive re-armed after the failed TX');
     assert.equal(source.state, 'receiving');
@@ -254,8 +262,8 @@ test('the port vanishing and coming back on the same path: reopened with backoff
     await t.sim.waitFor(() => t.source.state === 'waiting' || t.source.state === 'opening', 'the source to notice');
     assert.equal(t.source.health().up, false);
     await assert.rejects(
-      t.source.transmit({ payload: DOWNLINK, frequency: 869525000, dataRate: 'SF12BW125', invertIq: true, delayMs: 2000, replyTo: { source: t.source.name, firstByteAt: performance.now() } }),
-      (err: unknown) => err instanceof SerialModemError && err.code === 'MODEM_DOWN',
+      t.source.transmit(rx2(2000, { source: t.source.name, firstByteAt: performance.now() })),
+      (err: unknown) => modemCode(err) === 'MODEM_DOWN',
     );
     // Attempts at +1 s and +2 s find no port (backoff 1 s, 2 s, capped at reopenMaxMs 2 s).
     await sleep(3200);

@@ -1,0 +1,105 @@
+import type { RadioFrame, RadioReception, RadioSource } from '../radio.js';
+
+/** A copy of a frame and the source that delivered it (the answer goes back through it). */
+export interface HeardCopy {
+  frame: RadioFrame;
+  source: RadioSource;
+}
+
+interface Collecting {
+  copies: HeardCopy[];
+  timer: NodeJS.Timeout;
+}
+
+/** Better signal first: SNR decides (it is what limits demodulation), then RSSI. */
+function better(a: RadioFrame, b: RadioFrame): boolean {
+  const sa = a.snr ?? -Infinity;
+  const sb = b.snr ?? -Infinity;
+  if (sa !== sb) return sa > sb;
+  return (a.rssi ?? -Infinity) > (b.rssi ?? -Infinity);
+}
+
+/**
+ * One uplink is often heard by several receivers, through several sources (packet forwarders,
+ * Basics Stations, serial modems). Copies (same PHYPayload bytes) are collected for `windowMs` and
+ * handed on once, with the best-heard copy's metadata and source and every receiver in `heardBy`
+ * (docs/lpwan.md, "Several gateways"). The window closes early once as many copies arrived as there
+ * are receivers, so with one gateway nothing waits. A second copy from the same receiver is a
+ * repeated datagram, not another gateway: it is dropped.
+ */
+export class UplinkDeduplicator {
+  readonly #collecting = new Map<string, Collecting>();
+  readonly #windowMs: number;
+  readonly #expectedCopies: () => number;
+  readonly #emit: (copy: HeardCopy) => void;
+
+  constructor(options: { windowMs: number; expectedCopies: () => number; emit: (copy: HeardCopy) => void }) {
+    this.#windowMs = options.windowMs;
+    this.#expectedCopies = options.expectedCopies;
+    this.#emit = options.emit;
+  }
+
+  /** False when the frame is a copy from a receiver that already delivered it (a repeated datagram) or a straggler. */
+  offer(frame: RadioFrame, source: RadioSource): boolean {
+    const key = frame.payload.toString('base64');
+    const entry = this.#collecting.get(key);
+    if (!entry) {
+      if (this.#windowMs === 0 || this.#expectedCopies() <= 1) {
+        this.#finish([{ frame, source }]);
+        if (this.#windowMs > 0) this.#remember(key);
+        return true;
+      }
+      const timer = setTimeout(() => this.#close(key), this.#windowMs);
+      timer.unref();
+      this.#collecting.set(key, { copies: [{ frame, source }], timer });
+      return true;
+    }
+    // Already handed on: later copies within the window are stragglers of the same uplink.
+    if (entry.copies.length === 0 || entry.copies.some((c) => c.frame.source === frame.source)) return false;
+    entry.copies.push({ frame, source });
+    if (entry.copies.length >= this.#expectedCopies()) {
+      clearTimeout(entry.timer);
+      const copies = entry.copies;
+      this.#collecting.delete(key);
+      this.#remember(key);
+      this.#finish(copies);
+    }
+    return true;
+  }
+
+  /** Keeps the key (with no copies) for one window so a late copy is still recognised as one. */
+  #remember(key: string): void {
+    const timer = setTimeout(() => this.#collecting.delete(key), this.#windowMs);
+    timer.unref();
+    this.#collecting.set(key, { copies: [], timer });
+  }
+
+  #close(key: string): void {
+    const entry = this.#collecting.get(key);
+    this.#collecting.delete(key);
+    if (entry && entry.copies.length > 0) this.#finish(entry.copies);
+  }
+
+  #finish(copies: HeardCopy[]): void {
+    let best = copies[0]!;
+    for (const c of copies) if (better(c.frame, best.frame)) best = c;
+    const heardBy: RadioReception[] = copies.map(({ frame: c }) => {
+      const r: RadioReception = { source: c.source };
+      if (c.rssi !== undefined) r.rssi = c.rssi;
+      if (c.snr !== undefined) r.snr = c.snr;
+      if (c.gatewayTime !== undefined) r.gatewayTime = c.gatewayTime;
+      return r;
+    });
+    let receivedAt = best.frame.receivedAt;
+    for (const c of copies) if (c.frame.receivedAt < receivedAt) receivedAt = c.frame.receivedAt;
+    this.#emit({ frame: { ...best.frame, receivedAt, heardBy }, source: best.source });
+  }
+
+  /** Hands on everything still collecting (shutdown). */
+  flushAll(): void {
+    for (const [key, entry] of [...this.#collecting]) {
+      clearTimeout(entry.timer);
+      this.#close(key);
+    }
+  }
+}
