@@ -1,3 +1,4 @@
+import { closeSync, constants, fstatSync, openSync, rmSync, type Stats } from 'node:fs';
 import BetterSqlite3, { type Database as SqliteHandle } from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
 
@@ -46,6 +47,70 @@ export async function copyLiveDatabase(source: string, target: string, onProgres
   }
 }
 
+/** The files SQLite may keep beside a database: its rollback journal, write-ahead log and shared-memory index. */
+export const SIDE_FILE_SUFFIXES = ['-journal', '-wal', '-shm'] as const;
+
+/**
+ * Creates `path` empty and owner-only (0600) for a copy to be written into. SQLite gives the
+ * journal, -wal and -shm files it makes beside a database the database file's own mode, so they
+ * are owner-only too; created by SQLite itself the file would be 0644 (the umask's) while the
+ * whole database, keys included, is copied into it. Refuses a path that exists (O_EXCL, which also
+ * refuses a symlink planted there).
+ */
+export function createPrivateFile(path: string): void {
+  closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600));
+}
+
+/** Removes a database file and whatever SQLite left beside it. */
+export function removeDatabaseFiles(path: string): void {
+  rmSync(path, { force: true });
+  for (const suffix of SIDE_FILE_SUFFIXES) rmSync(path + suffix, { force: true });
+}
+
+/**
+ * Turns a fresh copy into one self-contained file: the copy carries its source's WAL mode, so
+ * every later open (our own check, `sqlite3`, a restore) would make `-wal` and `-shm` files beside
+ * it, and a read-only open leaves them there. In rollback-journal mode it opens on its own; a
+ * restored database is switched back to WAL when the daemon opens it.
+ */
+export function detachCopy(path: string): void {
+  const db = new BetterSqlite3(path, { fileMustExist: true });
+  try {
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Why `path` cannot be a database file, or undefined: it must be a regular file. A FIFO would
+ * block the reader until some writer came, a device or a directory is nothing to read. Opened
+ * non-blocking and checked on the open descriptor, so even a FIFO answers at once.
+ */
+export function notRegularFile(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory, not a database file' : `cannot be opened (${code ?? (err as Error).message})`;
+  }
+  try {
+    const stats = fstatSync(fd);
+    return stats.isFile() ? undefined : `is ${kindOf(stats)}, not a regular file: a backup is a file written by \`outpost backup\``;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function kindOf(stats: Stats): string {
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
 /** Copies a database file (with its own -wal, if any, read whole) to `target`, read-only on the source. */
 export async function copyDatabaseFile(source: string, target: string): Promise<void> {
   const from = new BetterSqlite3(source, { readonly: true, fileMustExist: true });
@@ -67,10 +132,12 @@ export function checkpointDatabaseFile(path: string): void {
 }
 
 /**
- * Why `path` is not a usable Outpost database, or undefined when it is: opens, passes
- * `PRAGMA quick_check`, has Outpost's tables and a schema this version knows.
+ * Why `path` is not a usable Outpost database, or undefined when it is: a regular file that
+ * opens, passes `PRAGMA quick_check`, has Outpost's tables and a schema this version knows.
  */
 export function checkDatabaseFile(path: string): string | undefined {
+  const special = notRegularFile(path);
+  if (special) return special;
   let db: SqliteHandle;
   try {
     db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });

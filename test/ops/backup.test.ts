@@ -2,12 +2,13 @@
 // restore refuses (a running daemon, a file that is not a good Outpost database).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CLI, ROOT, api, cli, provision, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
 import { DataDirLock } from '../../src/store/data-dir.js';
+import { backupDatabase } from '../../src/ops/backup.js';
 
 function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -141,6 +142,88 @@ test('restore checks the file first and keeps the database it replaces; backup n
     assert.equal(kept.length, 1);
     assert.ok(existsSync(join(dataDir, 'outpost.db')));
     assert.equal(cli(['device', 'list', '--json', '--data', dataDir]).code, 0, 'the restored database opens');
+  } finally {
+    removeDir(work);
+  }
+});
+
+test('a backup is owner-only from its first byte, and no -wal/-shm/-journal is left beside it', async () => {
+  const work = tempDataDir();
+  const dataDir = join(work, 'data');
+  const backupFile = join(work, 'private.db');
+  const previousUmask = process.umask(0o022);
+  try {
+    provision(dataDir);
+    // Enough pages for several backup steps, so the copy is looked at while it is being written.
+    const db = new BetterSqlite3(join(dataDir, 'outpost.db'));
+    db.exec("CREATE TABLE filler (x BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO filler SELECT randomblob(4000) FROM n;");
+    db.close();
+    const seen = new Map<string, number>();
+    const look = () => {
+      for (const name of readdirSync(work)) if (name.startsWith('private.db')) seen.set(name, statSync(join(work, name)).mode & 0o777);
+    };
+    const result = await backupDatabase(dataDir, backupFile, (p) => {
+      if (p.remainingPages > 0) look();
+    });
+    assert.ok(result.pages > 2048, `${result.pages} pages, copied in several steps`);
+    assert.ok(seen.has('private.db.partial'), `the copy was seen while written: ${[...seen.keys()].join(', ')}`);
+    for (const [name, mode] of seen) assert.equal(mode, 0o600, `${name} was ${mode.toString(8)} while the backup ran`);
+    assert.equal(statSync(backupFile).mode & 0o777, 0o600);
+    assert.deepEqual(readdirSync(work).filter((n) => n.startsWith('private.db')), ['private.db'], 'only the backup itself is left');
+    // Opened read-only afterwards (a person with sqlite3, restore's own check), it leaves nothing beside it either.
+    const copy = new BetterSqlite3(backupFile, { readonly: true });
+    assert.equal(copy.pragma('quick_check', { simple: true }), 'ok');
+    copy.close();
+    assert.deepEqual(readdirSync(work).filter((n) => n.startsWith('private.db')), ['private.db']);
+    // And it restores.
+    const restored = cli(['restore', backupFile, '--data', join(work, 'restored')]);
+    assert.equal(restored.code, 0, restored.stderr);
+  } finally {
+    process.umask(previousUmask);
+    removeDir(work);
+  }
+});
+
+test('restore refuses a FIFO (or any file that is not a regular one) at once, and checks for a daemon before saying it replaces anything', async () => {
+  const work = tempDataDir();
+  const dataDir = join(work, 'data');
+  try {
+    provision(dataDir);
+    const fifo = join(work, 'backup.fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const run = (file: string) => {
+      const env = { ...process.env };
+      delete env.NODE_EXTRA_CA_CERTS;
+      // Before the fix this blocked forever opening the FIFO: the timeout turns that into a failure.
+      return spawnSync(process.execPath, [CLI, 'restore', file, '--data', dataDir], { cwd: ROOT, env, encoding: 'utf8', timeout: 15_000 });
+    };
+    const started = Date.now();
+    const piped = run(fifo);
+    assert.equal(piped.error, undefined, 'restore returned (it did not hang on the FIFO)');
+    assert.equal(piped.status, 1);
+    assert.match(piped.stderr, /backup\.fifo is a FIFO \(named pipe\), not a regular file.*NOT_A_BACKUP/);
+    assert.ok(Date.now() - started < 10_000);
+    const dir = run(work);
+    assert.equal(dir.status, 1);
+    assert.match(dir.stderr, /is a directory.*NOT_A_BACKUP/);
+    assert.doesNotMatch(piped.stderr + dir.stderr, /replacing the database/, 'nothing is announced for a file that is refused');
+
+    // With a daemon on the data dir, the refusal comes first and alone.
+    const good = join(work, 'good.db');
+    assert.equal(cli(['backup', good, '--data', dataDir]).code, 0);
+    const daemon = await startDaemon({ dataDir });
+    try {
+      const refused = run(good);
+      assert.equal(refused.status, 1);
+      assert.match(refused.stderr, /a daemon runs on .*DAEMON_RUNNING/);
+      assert.doesNotMatch(refused.stderr, /replacing the database/);
+    } finally {
+      await daemon.stop();
+    }
+    // Stopped: now it says what it replaces, and does it.
+    const ok = run(good);
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stderr, /replacing the database of .* with .*good\.db/);
   } finally {
     removeDir(work);
   }

@@ -14,11 +14,12 @@ export const command: CliCommand = {
     if (!file) return fail('missing FILE: outpost restore FILE', 2);
     const path = resolve(file);
     try {
-      if (!values.yes && !json) {
-        // Restoring replaces live data: say what will happen; --yes for scripts.
-        process.stderr.write(`outpost restore: replacing the database of ${config.dataDir} with ${path} (the current one is kept beside it)\n`);
-      }
-      const result = await restoreDatabase(config.dataDir, path);
+      const result = await restoreDatabase(config.dataDir, path, {
+        // Said once no daemon runs and the file passed its checks, right before it happens; --yes for scripts.
+        onReplacing: () => {
+          if (!values.yes && !json) process.stderr.write(`outpost restore: replacing the database of ${config.dataDir} with ${path} (the current one is kept beside it)\n`);
+        },
+      });
       if (json) write(JSON.stringify(result));
       else write(`restored ${result.restoredFrom} into ${result.database}${result.previous ? `; the previous database is kept as ${result.previous}` : ''}`);
       return 0;
