@@ -22,7 +22,5 @@ export class DeviceEvents extends EventEmitter<{ event: [deviceId: string, event
   }
 }
 
-/** The JSON of an event: `at` as the service's ISO form, then the event's own members. */
-export function eventPayload(event: DeviceEvent): string {
-  return JSON.stringify({ ...event, at: new Date(event.at).toISOString() });
-}
+/** The JSON of an event (written once in the wire model, src/wire/messages.ts). */
+export { eventPayload } from '../wire/messages.js';

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { feedText } from '../wire/messages.js';
 import { ServiceError, isServiceError } from '../core/errors.js';
 import type { Clock } from '../core/time.js';
 import type { UplinkStore } from '../store/uplinks.js';
@@ -269,10 +270,8 @@ export function echoPayload(event: StateEvent): Buffer | string {
   return JSON.stringify(event.givenAt === undefined ? { value: event.value } : { value: event.value, at: event.givenAt });
 }
 
-/** The feed message: formatted by the service, `at` always set (docs/mqtt.md). */
-export function feedText(valueJson: string, at: number): string {
-  return `{"value":${valueJson},"at":"${new Date(at).toISOString()}"}`;
-}
+/** The feed message: formatted by the service, `at` always set (docs/mqtt.md); written once in the wire model. */
+export { feedText };
 
 export function feedPayload(event: StateEvent): string {
   return feedText(event.valueJson, event.at);

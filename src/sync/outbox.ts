@@ -8,7 +8,8 @@ import type { StoredState } from '../store/states.js';
 import { OutboxStore, type OutboxRow, type OutboxRowInput, type OutboxTotals } from '../store/outbox.js';
 import type { BatchHook } from '../ingest/state-writer.js';
 import type { Logger } from '../ops/logger.js';
-import { catalogText, catalogTopic } from './catalog-message.js';
+import { catalogTopic } from '../wire/topics.js';
+import { catalogText, feedText } from '../wire/messages.js';
 
 const DAY_MS = 86_400_000;
 
@@ -110,7 +111,7 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
         }
       }
       const topic = this.#stateTopic(asset.deviceId, asset.name);
-      rows.push({ deviceId: asset.deviceId, kind: 'state', topic, payload: Buffer.from(`{"value":${s.valueJson},"at":"${new Date(s.at).toISOString()}"}`), createdAt: now });
+      rows.push({ deviceId: asset.deviceId, kind: 'state', topic, payload: Buffer.from(feedText(s.valueJson, s.at)), createdAt: now });
       pending.devices.add(asset.deviceId);
       stateRows++;
     }

@@ -13,7 +13,8 @@ import type { MetricsRegistry } from '../ops/metrics.js';
 import type { Logger } from '../ops/logger.js';
 import { Outbox, type OutboxStatus } from './outbox.js';
 import { UpstreamLink } from './upstream-link.js';
-import { gatewayErrorsTopic, gatewayStatusTopic } from './catalog-message.js';
+import { gatewayErrorsTopic, gatewayStatusTopic } from '../wire/topics.js';
+import { OFFLINE_STATUS, gatewayStatusPayload } from '../wire/messages.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 
 /** Commands from the upstream enter the local router with the rights the upstream granted them. */
@@ -125,7 +126,7 @@ export class UpstreamSync {
             name: 'central',
             username: config.token!,
             clientId: `outpost-gateway-${gatewayId}`,
-            will: { topic: gatewayStatusTopic(gatewayId), payload: JSON.stringify({ online: false }) },
+            will: { topic: gatewayStatusTopic(gatewayId), payload: OFFLINE_STATUS },
             subscriptions: ['device/+/asset/+/command', gatewayErrorsTopic(gatewayId)],
             owns: () => true,
             onMessage: (topic, payload) => this.#onCentralMessage(topic, payload),
@@ -195,7 +196,7 @@ export class UpstreamSync {
     registry.off('deviceChanged', this.#onDeviceChanged);
     catalog.off('externalChange', this.#onExternalChange);
     this.outbox.off('rows', this.#onRows);
-    const offline = this.#gatewayId !== null ? { topic: gatewayStatusTopic(this.#gatewayId), payload: JSON.stringify({ online: false }) } : undefined;
+    const offline = this.#gatewayId !== null ? { topic: gatewayStatusTopic(this.#gatewayId), payload: OFFLINE_STATUS } : undefined;
     await Promise.all(this.#links.map((l) => l.stop(offline)));
     this.outbox.setLink('down');
     this.outbox.flushCounters();
@@ -228,7 +229,7 @@ export class UpstreamSync {
   #publishStatus(): Promise<void> {
     if (this.#gatewayId === null) return Promise.resolve();
     const status = this.outbox.status();
-    const payload = JSON.stringify({
+    const payload = gatewayStatusPayload({
       online: true,
       version: this.#deps.version,
       outbox: { depth: status.depth, oldestAt: status.oldestAt === null ? null : new Date(status.oldestAt).toISOString() },

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from 'aedes';
-import { filterMatches } from '../../src/doors/mqtt/topics.js';
+import { filterMatches } from '../../src/wire/topics.js';
 import { SubscriptionIndex, levelsMatch } from '../../src/doors/mqtt/subscriptions.js';
 import type { Principal } from '../../src/core/access.js';
 

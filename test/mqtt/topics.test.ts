@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { filterMatches, parsePublishTopic } from '../../src/doors/mqtt/topics.js';
+import { filterMatches, parsePublishTopic } from '../../src/wire/topics.js';
 import { maySubscribe } from '../../src/doors/mqtt/acl.js';
 import { RetainedFeed } from '../../src/doors/mqtt/retained-feed.js';
 import type { Principal } from '../../src/core/access.js';

@@ -1,5 +1,5 @@
 import { canReadAny, type Principal } from '../../core/access.js';
-import { TEMPLATES, matchTemplate, type Bindings, type TemplateName } from '../../doors/mqtt/topics.js';
+import { TEMPLATES, matchTemplate, type Bindings, type TemplateName } from '../../wire/topics.js';
 
 /** Looks up the device an asset id belongs to (the catalog, cached). */
 export type AssetOwner = (assetId: string) => string | undefined;

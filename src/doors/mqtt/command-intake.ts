@@ -8,7 +8,7 @@ import type { Logger } from '../../ops/logger.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { Refusals } from '../../doors/mqtt/refusals.js';
 import { payloadBytes, type PublishCallback } from '../../doors/mqtt/state-intake.js';
-import type { PublishTopic } from '../../doors/mqtt/topics.js';
+import type { PublishTopic } from '../../wire/topics.js';
 import { hasMemberIgnoringCase, isJsonObject, parseJson } from '../../core/json.js';
 
 export type CommandTopic = Extract<PublishTopic, { kind: 'asset-command' | 'asset-command-by-id' | 'device-command' }>;

@@ -1,7 +1,8 @@
 import type { Aedes } from 'aedes';
 import type { CachedAsset } from '../../store/catalog.js';
-import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand } from '../../commands/router.js';
-import { assetIdCommandTopic, assetTopic } from '../../doors/mqtt/topics.js';
+import type { AssetCommand, CommandSink, DeviceCommand } from '../../commands/router.js';
+import { commandPayload } from '../../wire/messages.js';
+import { assetIdCommandTopic, assetTopic } from '../../wire/topics.js';
 import type { SubscriptionIndex } from '../../doors/mqtt/subscriptions.js';
 
 const noop = () => {};

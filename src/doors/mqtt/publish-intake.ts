@@ -6,7 +6,7 @@ import type { MqttSessions } from '../../doors/mqtt/sessions.js';
 import { PublishNotAllowed, type Refusals } from '../../doors/mqtt/refusals.js';
 import { payloadBytes, type PublishCallback, type StateIntake } from '../../doors/mqtt/state-intake.js';
 import type { CommandIntake } from '../../doors/mqtt/command-intake.js';
-import { parsePublishTopic } from '../../doors/mqtt/topics.js';
+import { parsePublishTopic } from '../../wire/topics.js';
 
 export interface PublishIntakeDeps {
   sessions: MqttSessions;

@@ -2,7 +2,7 @@ import type { Client, Subscription } from 'aedes';
 import { feedText } from '../../ingest/ingest.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { StateStore } from '../../store/states.js';
-import { filterMatches } from '../../doors/mqtt/topics.js';
+import { filterMatches } from '../../wire/topics.js';
 
 const noop = () => {};
 

@@ -7,7 +7,7 @@ import { eventPayload, type DeviceEvent } from '../../ingest/device-events.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { RetainedFeed } from '../../doors/mqtt/retained-feed.js';
 import type { SubscriptionIndex } from '../../doors/mqtt/subscriptions.js';
-import { assetTopic, errorsTopic, eventsTopic } from '../../doors/mqtt/topics.js';
+import { assetTopic, errorsTopic, eventsTopic } from '../../wire/topics.js';
 
 const noop = () => {};
 

@@ -11,7 +11,7 @@ import type { Logger } from '../../ops/logger.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
 import type { Refusals } from '../../doors/mqtt/refusals.js';
-import type { PublishTopic } from '../../doors/mqtt/topics.js';
+import type { PublishTopic } from '../../wire/topics.js';
 
 export type StateTopic = Extract<PublishTopic, { kind: 'asset-state' | 'asset-state-by-id' | 'device-state' }>;
 export type PublishCallback = (error?: Error | null) => void;

@@ -8,7 +8,7 @@ import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
 import type { Refusals } from '../../doors/mqtt/refusals.js';
 import type { MqttSessions } from '../../doors/mqtt/sessions.js';
 import type { SubscriptionIndex } from '../../doors/mqtt/subscriptions.js';
-import { topicKind } from '../../doors/mqtt/topics.js';
+import { topicKind } from '../../wire/topics.js';
 
 type SubscribeDone = (error: Error | null, subscription?: Subscription | null) => void;
 

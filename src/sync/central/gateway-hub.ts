@@ -3,12 +3,12 @@ import { canReadAny, type Principal } from '../../core/access.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
-import { commandPayload, type AssetCommand, type CommandSink, type DeviceCommand, type SinkOutcome } from '../../commands/router.js';
+import type { AssetCommand, CommandSink, DeviceCommand, SinkOutcome } from '../../commands/router.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
-import { TEMPLATES, assetTopic, matchTemplate } from '../../doors/mqtt/topics.js';
+import { TEMPLATES, assetTopic, gatewayErrorsTopic, matchTemplate, parseGatewayTopic } from '../../wire/topics.js';
+import { commandPayload, errorReport, gatewayStatusPayload, type GatewayStatus } from '../../wire/messages.js';
 import type { GatewayRegistry } from './gateway-registry.js';
 import type { CatalogIntake } from './catalog-intake.js';
-import { gatewayErrorsTopic } from '../catalog-message.js';
 import type { JsonValue } from '../../core/json.js';
 
 const DAY_MS = 86_400_000;
@@ -94,16 +94,16 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   #reportError(gatewayId: string, topic: string, code: string, error: string): void {
     this.refusals++;
     this.#logger.info({ gatewayId, topic, code, error }, 'gateway message refused');
-    this.#publish(gatewayErrorsTopic(gatewayId), JSON.stringify({ at: new Date(this.#clock.now()).toISOString(), topic, code, error }), false);
+    this.#publish(gatewayErrorsTopic(gatewayId), errorReport(this.#clock.now(), topic, code, error), false);
   }
 
   // ---- publishes
 
   publish(principal: Principal, topic: string, payload: Buffer): string | undefined {
-    const levels = topic.split('/');
-    const gatewayId = levels[1];
+    const parsed = parseGatewayTopic(topic);
+    const gatewayId = parsed.gatewayId;
     if (principal.kind !== 'gateway' || !gatewayId || gatewayId !== principal.gatewayId) return 'only a gateway publishes under its own gateway/<id>/';
-    if (levels.length === 3 && levels[2] === 'status') {
+    if (parsed.kind === 'status') {
       let status: unknown;
       try {
         status = JSON.parse(payload.toString('utf8'));
@@ -115,11 +115,11 @@ export class GatewayHub implements GatewaySessions, CommandSink {
         return undefined;
       }
       // Re-published by the service, retained: readers of gateway/+/status get the latest at once.
-      this.#publish(topic, JSON.stringify(status), true);
+      this.#publish(topic, gatewayStatusPayload(status as GatewayStatus), true);
       return undefined;
     }
-    if (levels.length === 4 && levels[2] === 'device') {
-      const refusal = this.#intake.apply(gatewayId, levels[3]!, payload);
+    if (parsed.kind === 'catalog') {
+      const refusal = this.#intake.apply(gatewayId, parsed.deviceId, payload);
       if (refusal) this.#reportError(gatewayId, topic, refusal.code, refusal.message);
       return undefined;
     }

@@ -1,6 +1,9 @@
 /**
- * The MQTT topic model (docs/mqtt.md, "Topics"): parsing what clients publish, formatting what the
- * service publishes, and matching subscription filters. Pure functions, no broker state.
+ * The wire model's topics, written once (docs/architecture.md, "One wire model"): the device topics
+ * of docs/mqtt.md ("Topics") and the gateway topics of docs/sync.md, for the MQTT door, the
+ * gateway's upstream sync and the central alike. Parsing what clients publish, formatting what the
+ * service publishes, and matching subscription filters. Pure functions, no broker state. The
+ * payloads that travel on these topics are in messages.ts.
  */
 
 /** What a client may publish to, as parsed from the topic alone (authorization comes after). */
@@ -51,8 +54,50 @@ export function parsePublishTopic(topic: string): PublishTopic {
 
 export const assetTopic = (deviceId: string, assetName: string, leaf: 'state' | 'feed' | 'command') => `device/${deviceId}/asset/${assetName}/${leaf}`;
 export const assetIdCommandTopic = (assetId: string) => `asset/${assetId}/command`;
+export const deviceCommandTopic = (deviceId: string) => `device/${deviceId}/command`;
 export const errorsTopic = (deviceId: string) => `device/${deviceId}/errors`;
 export const eventsTopic = (deviceId: string) => `device/${deviceId}/events`;
+
+// ---- gateway topics (docs/sync.md): between a gateway and its central, under gateway/<GatewayID>/
+
+/** A gateway's description of one of its own devices (catalog, up). */
+export const catalogTopic = (gatewayId: string, deviceId: string) => `gateway/${gatewayId}/device/${deviceId}`;
+/** The gateway's retained status (up; re-published retained by the central). */
+export const gatewayStatusTopic = (gatewayId: string) => `gateway/${gatewayId}/status`;
+/** Refusals of the gateway's messages (central → gateway and read-scope readers). */
+export const gatewayErrorsTopic = (gatewayId: string) => `gateway/${gatewayId}/errors`;
+/** A managed device's definition (central → gateway). */
+export const configDeviceTopic = (gatewayId: string, deviceId: string) => `gateway/${gatewayId}/config/device/${deviceId}`;
+/** The filter a gateway subscribes for every managed device's definition. */
+export const configDeviceFilter = (gatewayId: string) => `gateway/${gatewayId}/config/device/+`;
+/** The revisions a gateway applied (gateway → central). */
+export const configAppliedTopic = (gatewayId: string) => `gateway/${gatewayId}/config/applied`;
+/** ABP session counters of a managed device (gateway → central, at most once a minute). */
+export const lorawanCountersTopic = (gatewayId: string, deviceId: string) => `gateway/${gatewayId}/lorawan/${deviceId}`;
+
+/** What a topic under `gateway/<GatewayID>/` is. */
+export type GatewayTopic =
+  | { kind: 'status'; gatewayId: string }
+  | { kind: 'errors'; gatewayId: string }
+  | { kind: 'catalog'; gatewayId: string; deviceId: string }
+  | { kind: 'config-device'; gatewayId: string; deviceId: string }
+  | { kind: 'config-applied'; gatewayId: string }
+  | { kind: 'lorawan-counters'; gatewayId: string; deviceId: string }
+  | { kind: 'unknown'; gatewayId: string | undefined };
+
+export function parseGatewayTopic(topic: string): GatewayTopic {
+  const levels = topic.split('/');
+  const gatewayId = levels[1];
+  if (levels[0] !== 'gateway' || !gatewayId) return { kind: 'unknown', gatewayId: undefined };
+  const [, , a, b, c] = levels;
+  if (levels.length === 3 && a === 'status') return { kind: 'status', gatewayId };
+  if (levels.length === 3 && a === 'errors') return { kind: 'errors', gatewayId };
+  if (levels.length === 4 && a === 'device' && b) return { kind: 'catalog', gatewayId, deviceId: b };
+  if (levels.length === 4 && a === 'lorawan' && b) return { kind: 'lorawan-counters', gatewayId, deviceId: b };
+  if (levels.length === 4 && a === 'config' && b === 'applied') return { kind: 'config-applied', gatewayId };
+  if (levels.length === 5 && a === 'config' && b === 'device' && c) return { kind: 'config-device', gatewayId, deviceId: c };
+  return { kind: 'unknown', gatewayId };
+}
 
 /** The kind of a topic for metrics labels: its last level when it is one of ours, else `other`. */
 export function topicKind(topic: string): string {
