@@ -8,13 +8,13 @@ export interface DeviceKeys {
   appSKey: Buffer;
 }
 
-export function uplinkFrame(keys: DeviceKeys, o: { fCnt: number; fPort?: number; payload?: Buffer; confirmed?: boolean; ack?: boolean; fOpts?: Buffer; adrAckReq?: boolean }): Buffer {
+export function uplinkFrame(keys: DeviceKeys, o: { fCnt: number; fPort?: number; payload?: Buffer; confirmed?: boolean; ack?: boolean; fOpts?: Buffer; adrAckReq?: boolean; adr?: boolean }): Buffer {
   const devAddrLe = onAirBytes(keys.devAddr);
   const fOpts = o.fOpts ?? Buffer.alloc(0);
   const head = Buffer.alloc(8);
   head[0] = o.confirmed ? 0x80 : 0x40;
   devAddrLe.copy(head, 1);
-  head[5] = (o.ack ? 0x20 : 0) | (o.adrAckReq ? 0x40 : 0) | fOpts.length;
+  head[5] = (o.adr ? 0x80 : 0) | (o.ack ? 0x20 : 0) | (o.adrAckReq ? 0x40 : 0) | fOpts.length;
   head.writeUInt16LE(o.fCnt & 0xffff, 6);
   const parts = [head, fOpts];
   if (o.fPort !== undefined) {
@@ -26,6 +26,7 @@ export function uplinkFrame(keys: DeviceKeys, o: { fCnt: number; fPort?: number;
 
 export interface ReadDownlink {
   confirmed: boolean;
+  adr: boolean;
   devAddr: string;
   ack: boolean;
   fPending: boolean;
@@ -47,6 +48,7 @@ export function readDownlink(keys: DeviceKeys, bytes: Buffer, fCnt: number): Rea
   const enc = hasPort ? bytes.subarray(9 + fOptsLen, end) : Buffer.alloc(0);
   return {
     confirmed: bytes[0] === 0xa0,
+    adr: (fCtrl & 0x80) !== 0,
     devAddr: Buffer.from(devAddrLe).reverse().toString('hex').toUpperCase(),
     ack: (fCtrl & 0x20) !== 0,
     fPending: (fCtrl & 0x10) !== 0,
