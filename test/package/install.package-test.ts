@@ -1,0 +1,97 @@
+// The amd64 package installed for real with dpkg on this machine, which runs no systemd (a container):
+// the maintainer scripts create the user, the directories and the conffile and do not fail; the
+// service started by hand answers `outpost status`; a reinstall keeps an edited configuration;
+// `dpkg -r` keeps the configuration and data, `dpkg --purge` removes them and the user.
+// It needs root, and refuses to run where an outpost package or user already exists.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { debFor, tool } from './helpers.js';
+
+const dpkgStatus = () => spawnSync('dpkg-query', ['-W', '-f', '${Status}', 'outpost'], { encoding: 'utf8' }).stdout;
+const userExists = () => spawnSync('getent', ['passwd', 'outpost']).status === 0;
+const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
+const ownerOf = (path: string) => tool('stat', ['-c', '%U:%G', path]).trim();
+
+test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpost status, remove keeps data, purge removes it', { timeout: 300_000 }, async () => {
+  assert.equal(process.getuid?.(), 0, 'installing a package needs root (CI runs as root)');
+  assert.ok(!dpkgStatus().includes('installed') && !userExists(), 'an outpost package or user already exists on this machine; this test installs and purges its own');
+  assert.ok(!existsSync('/run/systemd/system'), 'this test is for a machine without systemd running');
+  const deb = debFor('amd64');
+  try {
+    const install = spawnSync('dpkg', ['-i', deb], { encoding: 'utf8' });
+    assert.equal(install.status, 0, `dpkg -i failed:\n${install.stdout}\n${install.stderr}`);
+    assert.match(dpkgStatus(), /install ok installed/);
+
+    assert.ok(userExists(), 'the outpost user');
+    assert.match(tool('getent', ['passwd', 'outpost']), /:\/var\/lib\/outpost:\/usr\/sbin\/nologin$/m);
+    assert.equal(modeOf('/var/lib/outpost'), '700');
+    assert.equal(ownerOf('/var/lib/outpost'), 'outpost:outpost');
+    assert.equal(modeOf('/etc/outpost'), '750');
+    assert.equal(modeOf('/etc/outpost/config.json'), '640');
+    assert.equal(ownerOf('/etc/outpost/config.json'), 'root:outpost');
+    assert.match(readFileSync('/etc/outpost/config.json', 'utf8'), /"dataDir": "\/var\/lib\/outpost"/);
+    assert.match(tool('dpkg-query', ['-W', '-f', '${Conffiles}', 'outpost']), /\/etc\/outpost\/config\.json [0-9a-f]{32}/);
+    assert.match(readFileSync('/lib/systemd/system/outpost.service', 'utf8'), /^ExecStart=\/usr\/lib\/outpost\/node\/bin\/node \/usr\/lib\/outpost\/dist\/cli\/main\.js run /m);
+    // Enabled for the next boot with systemd, although systemd does not run now.
+    assert.ok(existsSync('/etc/systemd/system/multi-user.target.wants/outpost.service'), 'the unit is enabled');
+
+    // The service started by hand, as its user, on the package's configuration and data directory.
+    const daemon = spawn('/usr/bin/outpost', ['run'], {
+      uid: Number(tool('id', ['-u', 'outpost'])),
+      gid: Number(tool('id', ['-g', 'outpost'])),
+      env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30_000);
+        daemon.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('"msg":"ready"')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        daemon.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+        void exited.then((code) => reject(new Error(`exited ${code} before ready:\n${out}`)));
+      });
+      // No flags: the command finds the service's configuration, and through it the data directory.
+      const env = { ...process.env };
+      delete env.OUTPOST_CONFIG;
+      delete env.OUTPOST_DATA_DIR;
+      const status = JSON.parse(tool('/usr/bin/outpost', ['status', '--json'], { env })) as { dataDir: string; version: string };
+      assert.equal(status.dataDir, '/var/lib/outpost');
+      assert.equal(status.version, JSON.parse(readFileSync('/usr/lib/outpost/package.json', 'utf8')).version);
+    } finally {
+      daemon.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, 'clean stop');
+    assert.equal(ownerOf('/var/lib/outpost/outpost.db'), 'outpost:outpost', 'the database is in /var/lib/outpost, owned by the service user');
+
+    // An edited configuration survives reinstalling the package.
+    appendFileSync('/etc/outpost/config.json', '// edited by the admin\n');
+    const again = spawnSync('dpkg', ['-i', deb], { encoding: 'utf8' });
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(readFileSync('/etc/outpost/config.json', 'utf8'), /edited by the admin/);
+
+    // Remove: program gone, configuration and data kept.
+    const remove = spawnSync('dpkg', ['-r', 'outpost'], { encoding: 'utf8' });
+    assert.equal(remove.status, 0, remove.stderr);
+    assert.ok(!existsSync('/usr/bin/outpost') && !existsSync('/usr/lib/outpost'), 'the program is removed');
+    assert.match(readFileSync('/etc/outpost/config.json', 'utf8'), /edited by the admin/);
+    assert.ok(existsSync('/var/lib/outpost/outpost.db'), 'the data is kept');
+
+    // Purge: configuration, data and user gone.
+    const purge = spawnSync('dpkg', ['--purge', 'outpost'], { encoding: 'utf8' });
+    assert.equal(purge.status, 0, purge.stderr);
+    assert.ok(!existsSync('/etc/outpost') && !existsSync('/var/lib/outpost'), 'configuration and data are deleted');
+    assert.ok(!userExists(), 'the outpost user is deleted');
+    assert.equal(dpkgStatus(), '', 'dpkg no longer knows the package');
+  } finally {
+    spawnSync('dpkg', ['--purge', 'outpost'], { stdio: 'ignore' });
+  }
+});

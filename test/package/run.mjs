@@ -1,0 +1,92 @@
+// `npm run test:arm`: builds the arm64, armhf and amd64 packages and runs the package tests on them:
+// the QEMU proof of both ARM packages, the amd64 package installed with dpkg, and the check that a
+// second build gives the same bytes. Usage: node test/package/run.mjs [substring filter...]
+//
+// The packages are built from the last commit (git archive HEAD, as a clean clone would have it), so
+// they are what a release of that commit holds, whatever is being edited in the checkout meanwhile;
+// the tests themselves run from the checkout. Commit before running it on changed sources.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const filters = process.argv.slice(2);
+const ARCHES = ['arm64', 'armhf', 'amd64'];
+
+// Debian packages the build and the proof need; say which are missing rather than fail obscurely.
+const TOOLS = {
+  'qemu-aarch64-static': 'qemu-user-static',
+  'qemu-arm-static': 'qemu-user-static',
+  'aarch64-linux-gnu-g++': 'g++-aarch64-linux-gnu',
+  'arm-linux-gnueabihf-g++': 'g++-arm-linux-gnueabihf',
+  'x86_64-linux-gnu-g++': 'g++',
+  'dpkg-deb': 'dpkg',
+  file: 'file',
+  readelf: 'binutils',
+};
+const SYSROOT_FILES = {
+  '/usr/aarch64-linux-gnu/lib/libstdc++.so.6': 'libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross',
+  '/usr/arm-linux-gnueabihf/lib/libstdc++.so.6': 'libc6-armhf-cross libstdc++6-armhf-cross libgcc-s1-armhf-cross',
+  '/usr/arm-linux-gnueabihf/lib/libatomic.so.1': 'libatomic1-armhf-cross',
+};
+const missing = new Set();
+for (const [tool, pkg] of Object.entries(TOOLS)) {
+  if (spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status !== 0) missing.add(pkg);
+}
+for (const [file, pkgs] of Object.entries(SYSROOT_FILES)) if (!existsSync(file)) pkgs.split(' ').forEach((p) => missing.add(p));
+if (missing.size > 0) {
+  console.error(`missing Debian packages for the package tests: apt-get install -y ${[...missing].join(' ')}`);
+  process.exit(1);
+}
+
+const epoch = process.env.SOURCE_DATE_EPOCH ?? spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: root, encoding: 'utf8' }).stdout.trim();
+const out = join(root, 'dist-pkg');
+const cache = process.env.OUTPOST_PACKAGE_CACHE ?? join(out, '.cache');
+const source = snapshot();
+const timings = {};
+try {
+  for (const arch of ARCHES) {
+    const started = Date.now();
+    const build = spawnSync(process.execPath, [join(source, 'scripts', 'package', 'package.mjs'), '--arch', arch, '--out', out, '--cache', cache], {
+      stdio: 'inherit',
+      env: { ...process.env, SOURCE_DATE_EPOCH: epoch },
+    });
+    if (build.status !== 0) process.exit(build.status ?? 1);
+    timings[`package ${arch}`] = Date.now() - started;
+  }
+
+  const files = readdirSync(join(root, 'test', 'package'))
+    .filter((f) => f.endsWith('.package-test.ts'))
+    .sort()
+    .map((f) => join('test', 'package', f))
+    .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+  if (files.length === 0) {
+    console.error('no package test files matched');
+    process.exit(1);
+  }
+  const started = Date.now();
+  // One at a time: the emulated runs are measured, and each takes both cores.
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, SOURCE_DATE_EPOCH: epoch, OUTPOST_PACKAGE_DIR: out, OUTPOST_PACKAGE_CACHE: cache, OUTPOST_PACKAGE_SOURCE: source },
+  });
+  timings.tests = Date.now() - started;
+  mkdirSync(join(root, 'test', 'artifacts'), { recursive: true });
+  writeFileSync(join(root, 'test', 'artifacts', 'package-timings.json'), `${JSON.stringify(timings, null, 2)}\n`);
+  console.log(`# package timings (ms): ${JSON.stringify(timings)}`);
+  process.exitCode = result.status ?? 1;
+} finally {
+  rmSync(source, { recursive: true, force: true });
+}
+
+/** The last commit's files (what a clean clone has), with the checkout's node_modules linked. */
+function snapshot() {
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-pkg-src-'));
+  const archive = spawnSync('sh', ['-c', `git archive --format=tar HEAD | tar -x -C '${dir}'`], { cwd: root, encoding: 'utf8' });
+  if (archive.status !== 0) throw new Error(`git archive HEAD failed: ${archive.stderr}`);
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
