@@ -25,11 +25,18 @@ export interface DeviceCommand {
   at: number;
 }
 
+/** An outcome together with what encoding the command for this way down warned of (a radio codec's warnings). */
+export interface SinkReport {
+  outcome: number | string;
+  warnings: string[];
+}
+
 /**
  * What one sink did with a command: a count (MQTT subscribers reached) or a status word
- * (`queued` for the radio, `sent`/`queued` for a gateway link). `undefined`: not this sink's device.
+ * (`queued` for the radio, `sent`/`queued` for a gateway link), possibly with warnings (SinkReport).
+ * `undefined`: not this sink's device.
  */
-export type SinkOutcome = number | string | undefined;
+export type SinkOutcome = number | string | SinkReport | undefined;
 
 /** Per sink name; `mqtt` and `lpwan` are always present because clients of the API read them. */
 export type Delivered = { mqtt: number; lpwan: string } & Record<string, number | string>;
@@ -43,6 +50,8 @@ export interface CommandEvent {
   at: number;
   source: string;
   delivered: Delivered;
+  /** What the sinks warned of while encoding it (e.g. an asset the radio frame had no value for). */
+  warnings?: string[];
 }
 
 /** Who sends a command and how it came: what the router needs besides the command itself. */
@@ -86,6 +95,8 @@ export interface CommandRefusal {
 export interface CommandDelivery {
   at: string;
   delivered: Delivered;
+  /** Present when a sink warned while encoding the command (docs/api.md, "Commands"). */
+  warnings?: string[];
 }
 
 /**
@@ -100,16 +111,24 @@ export interface CommandSink {
   deliverDeviceCommand(command: DeviceCommand): SinkOutcome;
 }
 
-/** Counts add up across sinks of the same name; a status word replaces the default. */
-function collectOutcomes(sinks: readonly CommandSink[], deliver: (sink: CommandSink) => SinkOutcome): Delivered {
+/** Counts add up across sinks of the same name; a status word replaces the default; warnings are gathered. */
+function collectOutcomes(sinks: readonly CommandSink[], deliver: (sink: CommandSink) => SinkOutcome): { delivered: Delivered; warnings: string[] } {
   const delivered: Delivered = { mqtt: 0, lpwan: 'none' };
+  const warnings: string[] = [];
   for (const sink of sinks) {
-    const outcome = deliver(sink);
-    if (outcome === undefined) continue;
+    const result = deliver(sink);
+    if (result === undefined) continue;
+    const outcome = typeof result === 'object' ? result.outcome : result;
+    if (typeof result === 'object') warnings.push(...result.warnings);
     const before = delivered[sink.name];
     delivered[sink.name] = typeof outcome === 'number' && typeof before === 'number' ? before + outcome : outcome;
   }
-  return delivered;
+  return { delivered, warnings };
+}
+
+/** The answer to the sender: `warnings` only when there are some, so answers without stay as they were. */
+function deliveryAnswer(at: number, delivered: Delivered, warnings: string[]): CommandDelivery {
+  return warnings.length > 0 ? { at: new Date(at).toISOString(), delivered, warnings } : { at: new Date(at).toISOString(), delivered };
 }
 
 function parseMeta(raw: unknown): Record<string, JsonValue> | null {
@@ -191,10 +210,10 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
     at ??= this.#clock.now();
     this.#log.record({ deviceId: device.id, assetId: asset.id, valueJson: JSON.stringify(value), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: AssetCommand = { device, asset, value, meta, at };
-    const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
+    const { delivered, warnings } = collectOutcomes(this.#sinks, (sink) => sink.deliverAssetCommand(command));
     this.commandsSent++;
-    this.emit('command', { deviceId: device.id, values: { [asset.name]: value }, meta, at, source: via, delivered });
-    return { at: new Date(at).toISOString(), delivered };
+    this.emit('command', { deviceId: device.id, values: { [asset.name]: value }, meta, at, source: via, delivered, ...(warnings.length ? { warnings } : {}) });
+    return deliveryAnswer(at, delivered, warnings);
   }
 
   /** All assets must be valid: one frame goes out. */
@@ -217,10 +236,10 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
     const at = this.#clock.now();
     this.#log.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: DeviceCommand = { device, values, assets, meta, at };
-    const delivered = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
+    const { delivered, warnings } = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
     this.commandsSent++;
-    this.emit('command', { deviceId: device.id, values, meta, at, source: via, delivered });
-    return { at: new Date(at).toISOString(), delivered };
+    this.emit('command', { deviceId: device.id, values, meta, at, source: via, delivered, ...(warnings.length ? { warnings } : {}) });
+    return deliveryAnswer(at, delivered, warnings);
   }
 }
 

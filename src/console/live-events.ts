@@ -176,7 +176,7 @@ export class LiveEvents {
 
   #commandEvent(e: CommandEvent): void {
     if (this.#streams.size === 0 || !this.#wanted(e.deviceId, 'command')) return;
-    this.#send({ kind: 'command', deviceId: e.deviceId, values: e.values, meta: e.meta, delivered: e.delivered, at: iso(e.at), source: e.source });
+    this.#send({ kind: 'command', deviceId: e.deviceId, values: e.values, meta: e.meta, delivered: e.delivered, at: iso(e.at), source: e.source, ...(e.warnings ? { warnings: e.warnings } : {}) });
   }
 
   #send(event: LiveEvent): void {

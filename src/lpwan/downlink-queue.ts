@@ -68,7 +68,8 @@ export class DownlinkQueue {
     return this.#openCounts.get(deviceId) ?? 0;
   }
 
-  enqueue(deviceId: string, item: { fPort: number; confirmed: boolean; payload: Buffer; ttlSeconds: number | undefined }): DownlinkRecord {
+  /** `warnings`: what the codec warned of while encoding the item, told in its `queued` event. */
+  enqueue(deviceId: string, item: { fPort: number; confirmed: boolean; payload: Buffer; ttlSeconds: number | undefined; warnings?: string[] }): DownlinkRecord {
     if (this.openCount(deviceId) >= this.#limits.perDevice) {
       throw new ServiceError('DOWNLINK_QUEUE_FULL', `device ${deviceId} already has ${this.#limits.perDevice} downlinks waiting for an uplink; try again after it has been heard`, { retryAfter: 60 });
     }
@@ -84,7 +85,8 @@ export class DownlinkQueue {
     });
     this.#openCounts.set(deviceId, this.openCount(deviceId) + 1);
     this.onEnqueued?.(deviceId);
-    this.#events.publish(deviceId, { type: 'downlink', at: now, id: record.id, status: 'queued', fPort: record.fPort, confirmed: record.confirmed, payloadSize: record.payload.length });
+    const warnings = item.warnings?.length ? { warnings: item.warnings } : {};
+    this.#events.publish(deviceId, { type: 'downlink', at: now, id: record.id, status: 'queued', fPort: record.fPort, confirmed: record.confirmed, payloadSize: record.payload.length, ...warnings });
     return record;
   }
 

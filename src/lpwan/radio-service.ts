@@ -22,8 +22,8 @@ import { bindError } from '../doors/bind-errors.js';
 
 export interface RadioServiceDeps {
   config: OutpostConfig;
-  /** LoRaWAN sessions and the downlink queue. */
-  store: Pick<Store, 'lorawanDevices' | 'downlinks'>;
+  /** LoRaWAN sessions, the downlink queue and the values last commanded to each device. */
+  store: Pick<Store, 'lorawanDevices' | 'downlinks' | 'commandedValues'>;
   catalog: Catalog;
   pipeline: StatePipeline;
   codecs: DeviceCodecs;
@@ -90,7 +90,7 @@ export class RadioService implements Door {
         return device !== undefined && deps.codecs.get(device) !== undefined;
       },
     });
-    this.sink = new LpwanCommandSink(this.sessions, deps.codecs, this.queue);
+    this.sink = new LpwanCommandSink(this.sessions, deps.codecs, this.queue, store.commandedValues);
     const gwmp = config.radio.gwmp;
     if (gwmp) {
       this.gwmp = new GwmpDoor({ port: gwmp.port, host: gwmp.host, clock, logger: deps.logger, metrics: deps.metrics });

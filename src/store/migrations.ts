@@ -222,6 +222,16 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
   // Outbox rows set aside (docs/sync.md, "What the upstream cannot take"): larger than the
   // upstream's message limit, or closing the link every time they are sent. Counted, not retried.
   (db) => db.exec('ALTER TABLE outbox_counters ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0'),
+  // The last value commanded to each asset of a device (store/commanded-values.ts): a radio downlink
+  // codec fills the assets a command leaves out from them (docs/codecs.md, "Previous values").
+  (db) =>
+    db.exec(`
+      CREATE TABLE commanded_values (
+        device_id TEXT PRIMARY KEY REFERENCES devices(id) ON DELETE CASCADE,
+        values_json TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -13,6 +13,7 @@ import { LorawanDeviceStore } from './lorawan-devices.js';
 import { DownlinkQueueStore } from './downlink-queue.js';
 import { OutboxStore } from './outbox.js';
 import { RedecodeJobs } from './redecode-jobs.js';
+import { CommandedValueStore } from './commanded-values.js';
 
 export type StoreOptions = DatabaseOptions;
 export { StoreCorruptError } from './database.js';
@@ -39,6 +40,8 @@ export class Store {
   readonly downlinks: DownlinkQueueStore;
   readonly outbox: OutboxStore;
   readonly redecodeJobs: RedecodeJobs;
+  /** The last value commanded to each asset of a device (radio downlink codecs read them). */
+  readonly commandedValues: CommandedValueStore;
   readonly #db: Database;
 
   /** Opens (creating it owner-only if needed) the database of a data directory. */
@@ -62,6 +65,7 @@ export class Store {
     this.downlinks = new DownlinkQueueStore(db);
     this.outbox = new OutboxStore(db);
     this.redecodeJobs = new RedecodeJobs(db);
+    this.commandedValues = new CommandedValueStore(db);
   }
 
   /**
