@@ -11,7 +11,7 @@ import { readCodecFile } from '../device-codecs/codec-files.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
 
 /** Where `file` references of codec settings are looked up: the data dir first, then the shipped `abcl/` (codec-files.ts). */
-const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));
+export const SHIPPED_ABCL_DIR = fileURLToPath(new URL('../../abcl/', import.meta.url));
 
 export interface StoredCodecSettings {
   uplink: { format: string; document?: unknown; script?: string; file?: string };

@@ -1,9 +1,11 @@
 // `outpost device codec <id> …`: set a device's codecs, or with --try compare a candidate on its
 // kept raw uplinks without changing anything (docs/codecs.md, "Changing a codec").
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type { OutpostConfig } from '../../core/config.js';
 import { systemClock } from '../../core/time.js';
-import { setDeviceCodec } from '../../device-codecs/device-codecs.js';
+import { SHIPPED_ABCL_DIR, setDeviceCodec } from '../../device-codecs/device-codecs.js';
+import { readCodecFile } from '../../device-codecs/codec-files.js';
+import { isServiceError, ServiceError } from '../../core/errors.js';
 import { parseTryBody, tryCodec, type TryReport, type TryRequest } from '../../device-codecs/codec-try.js';
 import { requireArg, UsageError, type ManagementArgs } from '../args.js';
 import { openCodecParts } from '../open.js';
@@ -17,14 +19,29 @@ export const DEVICE_CODEC_USAGE = [
   "                                                    try a codec on the device's kept raw uplinks; changes nothing",
 ].join('\n');
 
-/** One side of the settings: the format, with the file's text as a JS script or a codec document. */
-function codecSide(format: string, file: string | undefined): Record<string, unknown> {
+/**
+ * One side of the settings. `--file` is looked up where `PUT /device/<id>/codec` looks up `file`
+ * (the data dir, then the shipped `abcl/`; docs/api.md, "Codec files"), and a file found there is
+ * stored as the same `file` reference, read again at every start. A file found only as a path from
+ * the current directory (the admin's own copy) is read here and stored as its text.
+ */
+function codecSide(format: string, file: string | undefined, dataDir: string, option: string): Record<string, unknown> {
   if (!file) return { format };
+  let refusal: ServiceError;
+  try {
+    readCodecFile(file, { dataDir, shippedDir: SHIPPED_ABCL_DIR }, option);
+    return { format, file };
+  } catch (err) {
+    if (!isServiceError(err)) throw err;
+    refusal = err;
+  }
   let text: string;
   try {
+    if (!statSync(file).isFile()) throw new Error('not a regular file');
     text = readFileSync(file, 'utf8');
   } catch {
-    throw new UsageError(`cannot read ${file}`);
+    // One line naming the option, the file and every place looked in; no usage text.
+    throw new ServiceError('CODEC_INVALID', `${option} ${JSON.stringify(file)}: not found in the data directory ${dataDir}, the shipped abcl/ directory, or as a path from the current directory (${refusal.message.replace(/^.*?: /, '')})`);
   }
   return format === 'js' ? { format, script: text } : { format, document: text };
 }
@@ -33,9 +50,9 @@ export async function deviceCodec({ config, positionals, values, json, show, out
   const deviceId = requireArg(positionals, 1, '<DeviceID>');
   if (!values.uplink) throw new UsageError('missing --uplink FORMAT');
   // The same body PUT /device/<id>/codec takes.
-  const body: Record<string, unknown> = { uplink: codecSide(values.uplink, values.file) };
+  const body: Record<string, unknown> = { uplink: codecSide(values.uplink, values.file, config.dataDir, '--file') };
   if (values.downlink) {
-    const downlink = codecSide(values.downlink, values['downlink-file']);
+    const downlink = codecSide(values.downlink, values['downlink-file'], config.dataDir, '--downlink-file');
     if (values.port !== undefined) downlink.port = Number(values.port);
     body.downlink = downlink;
   }
