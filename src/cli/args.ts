@@ -42,6 +42,7 @@ function parseManagementArgs(args: string[]) {
       before: { type: 'string' },
       yes: { type: 'boolean', default: false },
       try: { type: 'boolean', default: false },
+      none: { type: 'boolean', default: false },
       limit: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },

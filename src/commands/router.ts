@@ -81,6 +81,8 @@ export interface DeviceCommandRequest extends CommandOrigin {
   body: unknown;
   /** `meta` given beside the body (HTTP's `?meta=` query), for the map form. */
   meta?: unknown;
+  /** The command's time when it was given elsewhere (a device command from the central keeps its `at`); else now. */
+  at?: number;
 }
 
 /** A refused command whose sender can learn of it only on the device's errors topic. */
@@ -217,7 +219,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
   }
 
   /** All assets must be valid: one frame goes out. */
-  #sendDeviceCommand({ principal, deviceId, body, meta: metaBeside, via }: DeviceCommandRequest): CommandDelivery {
+  #sendDeviceCommand({ principal, deviceId, body, meta: metaBeside, via, at: givenAt }: DeviceCommandRequest): CommandDelivery {
     if (!canCommand(principal)) throw new ServiceError('FORBIDDEN', 'sending commands needs an application token with the "command" scope');
     const device = this.#catalog.device(deviceId);
     if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
@@ -233,7 +235,7 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
       this.#checkActuator(asset, values[name]);
       return asset;
     });
-    const at = this.#clock.now();
+    const at = givenAt ?? this.#clock.now();
     this.#log.record({ deviceId: device.id, assetId: null, valueJson: JSON.stringify(values), metaJson: meta && JSON.stringify(meta), at, source: via });
     const command: DeviceCommand = { device, values, assets, meta, at };
     const { delivered, warnings } = collectOutcomes(this.#sinks, (sink) => sink.deliverDeviceCommand(command));
@@ -243,7 +245,5 @@ export class CommandRouter extends EventEmitter<{ command: [CommandEvent]; refus
   }
 }
 
-/** The JSON message on both command topics (docs/mqtt.md): `{value, at, meta?}`. */
-export function commandPayload(value: JsonValue, at: number, meta: Record<string, JsonValue> | null): string {
-  return JSON.stringify(meta ? { value, at: new Date(at).toISOString(), meta } : { value, at: new Date(at).toISOString() });
-}
+/** The JSON message on both command topics (docs/mqtt.md): `{value, at, meta?}`, written once in the wire model. */
+export { commandPayload } from '../wire/messages.js';

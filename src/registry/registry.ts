@@ -39,7 +39,7 @@ export function parseScopes(raw: unknown): Scope[] {
 type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord]; deviceChanged: [deviceId: string] };
 
 /** The aggregates the registry changes. */
-export type RegistryStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'gateways'>;
+export type RegistryStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'gateways' | 'fleet' | 'managedHere'>;
 
 /**
  * Devices, assets and tokens: the rules for creating and changing them, shared by the HTTP API
@@ -60,13 +60,28 @@ export class Registry extends EventEmitter<RegistryEvents> {
     this.#limits = limits;
   }
 
+  /**
+   * At a gateway, a device its central manages is read-only to every local writer (docs/sync.md,
+   * "Manage a fleet from the central"): its definition comes down from the central, and a local
+   * change would be overwritten by the next revision anyway.
+   */
+  assertLocallyEditable(id: string): void {
+    if (this.#store.managedHere.isManaged(id)) {
+      throw new ServiceError('MANAGED_BY_CENTRAL', `device ${id} is managed by the central: change it there (PUT /device/${id}/… at the central), not at this gateway`);
+    }
+  }
+
   requireDevice(id: string): DeviceRecord {
     const device = this.#catalog.device(id);
     if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${id} not found`);
     return device;
   }
 
-  createDevice(body: unknown): { device: DeviceRecord; token: string; tokenId: string } {
+  /**
+   * `gateway` (central role) makes the device managed for that gateway: its definition goes down to
+   * it. The gateway catalog's own devices are assigned but not managed (`managed: false`).
+   */
+  createDevice(body: unknown, options: { managed?: boolean } = {}): { device: DeviceRecord; token: string; tokenId: string } {
     const b = requireObject(body ?? {}, 'device');
     const name = memberIgnoringCase(b, 'name') ?? 'device';
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) throw new ServiceError('INVALID_BODY', '"name" must be a string of 1 to 128 characters');
@@ -92,6 +107,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
       },
       this.#clock.now(),
     );
+    if (gateway && options.managed !== false) this.#store.fleet.assign(created.device.id, gateway as string);
     this.#catalog.invalidate();
     this.emit('deviceChanged', created.device.id);
     return created;
@@ -99,6 +115,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   updateDevice(id: string, body: unknown): DeviceRecord {
     this.requireDevice(id);
+    this.assertLocallyEditable(id);
     const b = requireObject(body, 'device');
     const fields: { name?: string; title?: string | null; description?: string | null } = {};
     const name = memberIgnoringCase(b, 'name');
@@ -118,6 +135,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   deleteDevice(id: string): void {
     this.requireDevice(id);
+    this.assertLocallyEditable(id);
     const tokenIds = this.#store.tokens.liveDeviceTokenIds(id);
     this.#store.devices.delete(id);
     this.#catalog.invalidate();
@@ -129,6 +147,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
   /** POST .../assets: a new asset; an existing name is 400 ASSET_EXISTS (the cloud SDKs rely on it). */
   createAsset(deviceId: string, body: unknown): AssetRecord {
     this.requireDevice(deviceId);
+    this.assertLocallyEditable(deviceId);
     const b = requireObject(body, 'asset');
     const name = memberIgnoringCase(b, 'name');
     const problem = assetNameProblem(name);
@@ -142,6 +161,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
   /** PUT .../asset/<name>: create or update; `is` defaults to sensor on create and stays on update. */
   upsertAsset(deviceId: string, name: string, body: unknown): { asset: AssetRecord; created: boolean } {
     this.requireDevice(deviceId);
+    this.assertLocallyEditable(deviceId);
     const b = requireObject(body, 'asset');
     const bodyName = memberIgnoringCase(b, 'name');
     if (bodyName !== undefined && bodyName !== name) throw new ServiceError('INVALID_BODY', `"name" ${JSON.stringify(bodyName)} must equal the path's asset name "${name}"`);
@@ -190,6 +210,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   deleteAsset(deviceId: string, name: string): void {
     this.requireDevice(deviceId);
+    this.assertLocallyEditable(deviceId);
     const asset = this.#store.assets.byName(deviceId, name);
     if (!asset) throw new ServiceError('ASSET_NOT_FOUND', `asset "${name}" not found on device ${deviceId}`);
     this.#store.assets.delete(asset.id);
@@ -224,16 +245,20 @@ export class Registry extends EventEmitter<RegistryEvents> {
    * device record holds its payload format, so the catalog forgets it, as after every write here.
    */
   async setDeviceCodec(codecs: DeviceCodecs, device: DeviceRecord, body: unknown): Promise<Awaited<ReturnType<typeof setDeviceCodec>>> {
+    this.assertLocallyEditable(device.id);
     const result = await setDeviceCodec(this.#store, codecs, this.#clock, device, body);
     this.#catalog.invalidate();
+    this.emit('deviceChanged', device.id);
     return result;
   }
 
   rotateDeviceToken(deviceId: string): { tokenId: string; token: string } {
     const device = this.requireDevice(deviceId);
+    this.assertLocallyEditable(deviceId);
     const { token, secret, revoked } = this.#store.tokens.rotateDeviceToken(deviceId, device.name, this.#clock.now());
     this.#catalog.invalidate();
     for (const id of revoked) this.emit('tokenRevoked', id);
+    this.emit('deviceChanged', deviceId);
     return { tokenId: token.id, token: secret };
   }
 }

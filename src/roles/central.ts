@@ -3,6 +3,8 @@ import { gatewayRoutes } from '../doors/http/gateway-routes.js';
 import { GatewayRegistry } from '../sync/central/gateway-registry.js';
 import { CatalogIntake } from '../sync/central/catalog-intake.js';
 import { GatewayHub } from '../sync/central/gateway-hub.js';
+import { FleetConfig } from '../sync/central/fleet-config.js';
+import { SqliteChangeFeed, SqliteGatewayPresence, SqliteManagedRevisions, SqlitePendingCommands } from '../sync/central/ports.js';
 import type { Core } from './core.js';
 import { httpDoor, mqttDoor, present, radioService, serialDoor, upstreamDoor, type HttpDoorExtras } from './doors.js';
 
@@ -16,7 +18,30 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   const { catalog, registry, clock, logger, metrics, pipeline } = core;
   const gateways = new GatewayRegistry(catalog, registry, core.store.gateways, clock);
   const intake = new CatalogIntake(catalog, registry, core.store, clock, core.config.central);
-  const hub = new GatewayHub({ catalog, gateways, intake, clock, logger });
+  const presence = new SqliteGatewayPresence(core.store.gateways);
+  const pendingCommands = new SqlitePendingCommands(core.store.gateways);
+  const hub = new GatewayHub({ catalog, gateways, intake, presence, pendingCommands, events: core.events, clock, logger });
+  // Provisioning down (docs/sync.md, "Manage a fleet from the central").
+  const fleet = new FleetConfig({
+    store: core.store,
+    revisions: new SqliteManagedRevisions(core.store.fleet),
+    clock,
+    logger,
+    limits: core.config.central,
+    send: (topic, payload) => hub.send(topic, payload),
+    connected: (id) => hub.connected(id),
+  });
+  hub.fleet = fleet;
+  // Every change that can alter a managed device's definition raises its revision (when it did).
+  registry.on('deviceChanged', (deviceId: string) => fleet.refresh(deviceId));
+  registry.on('tokenRevoked', (tokenId: string) => {
+    const deviceId = core.store.tokens.get(tokenId)?.deviceId;
+    if (deviceId) fleet.refresh(deviceId);
+  });
+  new SqliteChangeFeed(catalog).subscribe(() => setImmediate(() => fleet.refreshAll()));
+  fleet.refreshAll();
+  metrics.counterFrom('outpost_gateway_events_total', "Device events gateways forwarded (re-published as the central's)", () => hub.eventsForwarded);
+  metrics.counterFrom('outpost_fleet_config_sent_total', 'Managed-device definitions sent to gateways', () => fleet.sentMessages);
   // Before the radio's and MQTT's sinks: a command for a device behind a gateway goes to the hub.
   core.commands.addSink(hub);
   metrics.counterFrom('outpost_sync_duplicates_total', 'States a gateway sent again that were already held (acknowledged, not stored twice)', () => pipeline.duplicates);
@@ -24,11 +49,16 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   metrics.counterFrom('outpost_gateway_commands_queued_total', 'Commands kept for an offline gateway', () => hub.commandsQueued);
   metrics.counterFrom('outpost_gateway_refusals_total', 'Gateway messages refused on gateway/<id>/errors', () => hub.refusals);
   const radio = radioService(core);
+  const onLorawan = radio.provisioning.onChange;
+  radio.provisioning.onChange = (deviceId) => {
+    onLorawan(deviceId);
+    fleet.refresh(deviceId);
+  };
   return present([
-    await upstreamDoor(core),
+    await upstreamDoor(core, radio),
     await serialDoor(core, radio),
     await mqttDoor(core, hub),
     radio,
-    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id)) }),
+    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id), fleet, core.store) }),
   ]);
 }

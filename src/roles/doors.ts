@@ -18,7 +18,7 @@ import type { Core } from './core.js';
  */
 
 /** The upstream link (`upstream.url`), loaded with the MQTT client only when configured. */
-export async function upstreamDoor(core: Core): Promise<Door | undefined> {
+export async function upstreamDoor(core: Core, radio?: RadioService): Promise<Door | undefined> {
   const { config } = core;
   if (!config.upstream.url) return undefined;
   const [{ UpstreamSync }, { UpstreamDoor, upstreamHealthView }] = await Promise.all([import('../sync/upstream-sync.js'), import('../sync/upstream-door.js')]);
@@ -33,6 +33,9 @@ export async function upstreamDoor(core: Core): Promise<Door | undefined> {
     clock: core.clock,
     logger: core.logger,
     version: core.version,
+    codecs: core.codecs,
+    lorawan: radio?.provisioning,
+    events: core.events,
   });
   core.reloader.register('upstream', (next) => sync.reconfigure(next.upstream));
   core.statusSections.set('upstream', () => upstreamHealthView(sync.health()));

@@ -18,7 +18,7 @@ import { httpDoor, mqttDoor, present, radioService, serialDoor, upstreamDoor, ty
 export async function composeGateway(core: Core, daemon: Pick<HttpDoorExtras, 'health'>): Promise<Door[]> {
   const radio = radioService(core);
   return present([
-    await upstreamDoor(core),
+    await upstreamDoor(core, radio),
     await serialDoor(core, radio),
     await mqttDoor(core),
     radio,

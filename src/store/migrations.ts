@@ -232,6 +232,34 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         updated_at INTEGER NOT NULL
       ) WITHOUT ROWID;
     `),
+  // Fleet (docs/sync.md, "Manage a fleet from the central"). At a central: each managed device's
+  // definition per gateway, at a revision from one counter (so a gateway catches up in revision
+  // order), and the revision that gateway last reported applied; a row outlives its device as a
+  // tombstone (`deleted`) until the gateway applied the removal. At a gateway: the revision applied
+  // per managed device (tombstones too), and what the LoRaWAN settings last applied were.
+  (db) =>
+    db.exec(`
+      CREATE TABLE managed_devices (
+        gateway_id TEXT NOT NULL REFERENCES gateways(id) ON DELETE CASCADE,
+        device_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        content TEXT,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        applied_revision INTEGER NOT NULL DEFAULT 0,
+        applied_at INTEGER,
+        PRIMARY KEY (gateway_id, device_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX managed_devices_pending ON managed_devices(gateway_id, revision);
+      CREATE TABLE fleet_revision (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL);
+      INSERT INTO fleet_revision (id, last) VALUES (1, 0);
+      CREATE TABLE managed_here (
+        device_id TEXT PRIMARY KEY,
+        revision INTEGER NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        lorawan_digest TEXT,
+        applied_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

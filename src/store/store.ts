@@ -13,6 +13,7 @@ import { LorawanDeviceStore } from './lorawan-devices.js';
 import { DownlinkQueueStore } from './downlink-queue.js';
 import { OutboxStore } from './outbox.js';
 import { RedecodeJobs } from './redecode-jobs.js';
+import { FleetStore, ManagedHereStore } from './fleet.js';
 import { CommandedValueStore } from './commanded-values.js';
 
 export type StoreOptions = DatabaseOptions;
@@ -40,6 +41,10 @@ export class Store {
   readonly downlinks: DownlinkQueueStore;
   readonly outbox: OutboxStore;
   readonly redecodeJobs: RedecodeJobs;
+  /** Central role: managed devices, their revisions and what each gateway applied. */
+  readonly fleet: FleetStore;
+  /** Gateway role: the devices its central manages (read-only here). */
+  readonly managedHere: ManagedHereStore;
   /** The last value commanded to each asset of a device (radio downlink codecs read them). */
   readonly commandedValues: CommandedValueStore;
   readonly #db: Database;
@@ -65,6 +70,8 @@ export class Store {
     this.downlinks = new DownlinkQueueStore(db);
     this.outbox = new OutboxStore(db);
     this.redecodeJobs = new RedecodeJobs(db);
+    this.fleet = new FleetStore(db);
+    this.managedHere = new ManagedHereStore(db);
     this.commandedValues = new CommandedValueStore(db);
   }
 

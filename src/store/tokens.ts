@@ -76,6 +76,36 @@ export class TokenStore {
     return this.#db.statement("SELECT id FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL").pluck().all(deviceId) as string[];
   }
 
+  /** The hash of the device's newest live device token (a managed device's goes to its gateway). */
+  deviceTokenHash(deviceId: string): string | null {
+    return (
+      (this.#db.statement("SELECT hash FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL ORDER BY created_on DESC, rowid DESC LIMIT 1").pluck().get(deviceId) as
+        | string
+        | undefined) ?? null
+    );
+  }
+
+  /**
+   * Makes `hash` the device's one live device token (a gateway adopting its central's token): the
+   * token whose secret only the central showed works here, and the device's other tokens stop.
+   * Returns the ids of the tokens revoked.
+   */
+  adoptDeviceTokenHash(deviceId: string, deviceName: string, hash: string, now: number): string[] {
+    return this.#db.transaction(() => {
+      const existing = this.#db.statement('SELECT id, device_id FROM tokens WHERE hash = ?').get(hash) as Row | undefined;
+      const revoked = this.liveDeviceTokenIds(deviceId).filter((id) => id !== existing?.id);
+      for (const id of revoked) this.revoke(id, now);
+      if (existing) {
+        if (existing.device_id === deviceId) this.#db.statement('UPDATE tokens SET revoked_on = NULL WHERE id = ?').run(existing.id);
+        return revoked;
+      }
+      this.#db
+        .statement("INSERT INTO tokens (id, hash, kind, name, device_id, scopes, created_on) VALUES (?, ?, 'device', ?, ?, '', ?)")
+        .run(newId(), hash, `device ${deviceName}`, deviceId, now);
+      return revoked;
+    });
+  }
+
   /** Issues a new device token and revokes the device's previous ones in one step. */
   rotateDeviceToken(deviceId: string, deviceName: string, now: number): { token: TokenRecord; secret: string; revoked: string[] } {
     return this.#db.transaction(() => {

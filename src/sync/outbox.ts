@@ -29,7 +29,7 @@ type OutboxEvents = {
 
 export interface OutboxDeps {
   /** Devices and assets for catalog messages, the outbox rows, and one transaction around announcing every catalog. */
-  store: Pick<Store, 'devices' | 'assets' | 'outbox' | 'transaction'>;
+  store: Pick<Store, 'devices' | 'assets' | 'outbox' | 'managedHere' | 'transaction'>;
   catalog: Catalog;
   clock: Clock;
   config: UpstreamConfig;
@@ -155,6 +155,8 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   // ---- the gateway catalog
 
   #catalogRow(deviceId: string, now: number): { row: OutboxRowInput; text: string } | undefined {
+    // A device the central manages (or once managed) came from the central: it is not described back up.
+    if (this.#store.managedHere.get(deviceId)) return undefined;
     const device = this.#store.devices.get(deviceId);
     const text = device ? catalogText(device, this.#store.assets.list(deviceId), this.#config.maxMessageBytes) : '';
     if (!device && !this.#announced.has(deviceId)) return undefined;

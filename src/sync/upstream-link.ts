@@ -25,6 +25,8 @@ export interface LinkOptions {
   onMessage: (topic: string, payload: Buffer) => void;
   /** After CONNACK and the subscriptions, before the outbox drains (the gateway's online status). */
   onUp?: (client: MqttClient) => void;
+  /** Once the upstream granted the subscriptions (SUBACK): what it sends on them now reaches us. */
+  onSubscribed?: () => void;
 }
 
 /** How many rows of one device are read from SQLite at a time. */
@@ -155,6 +157,7 @@ export class UpstreamLink {
       client.subscribe(this.#o.subscriptions, { qos: 1 }, (err, granted) => {
         if (err) this.#logger.warn({ err: err.message }, 'upstream subscription failed');
         for (const g of granted ?? []) if (g.qos === 128) this.#logger.warn({ filter: g.topic }, 'upstream refused a subscription');
+        if (!err && client === this.#client) this.#o.onSubscribed?.();
       });
     }
     // Every device with rows, in the order of its oldest row; anything read before is read again.
@@ -184,7 +187,9 @@ export class UpstreamLink {
     this.#buffered.clear();
     this.#readUpTo.clear();
     this.#flushAcks();
-    if (wasUp) this.#logger.warn('upstream link down');
+    // A clean stop closes the link on purpose: information, not a warning an operator should chase.
+    if (wasUp && this.#stopping) this.#logger.info('upstream link closed (stopping)');
+    else if (wasUp) this.#logger.warn('upstream link down');
     if (this.#stopping) return;
     const delay = this.#backoff;
     this.#backoff = Math.min(this.#backoff * 2, this.#o.reconnectMaxMs);
@@ -303,11 +308,11 @@ export class UpstreamLink {
     client.stream.destroy();
   }
 
-  /** Publishes outside the outbox (the gateway status), when connected. */
-  publishDirect(topic: string, payload: string, retain: boolean): Promise<void> {
+  /** Publishes outside the outbox (status, applied revisions, device events), when connected; QoS 1 unless told. */
+  publishDirect(topic: string, payload: string, retain: boolean, qos: 0 | 1 = 1): Promise<void> {
     const client = this.#client;
     if (!client || !this.#up) return Promise.resolve();
-    return new Promise((resolve) => client.publish(topic, payload, { qos: 1, retain }, () => resolve()));
+    return new Promise((resolve) => client.publish(topic, payload, { qos, retain }, () => resolve()));
   }
 
   async stop(final?: { topic: string; payload: string }): Promise<void> {

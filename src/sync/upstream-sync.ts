@@ -13,9 +13,16 @@ import type { MetricsRegistry } from '../ops/metrics.js';
 import type { Logger } from '../ops/logger.js';
 import { Outbox, type OutboxStatus } from './outbox.js';
 import { UpstreamLink } from './upstream-link.js';
-import { gatewayErrorsTopic, gatewayStatusTopic } from '../wire/topics.js';
+import { configDeviceFilter, gatewayErrorsTopic, gatewayStatusTopic } from '../wire/topics.js';
+import type { DeviceCodecs } from '../device-codecs/device-codecs.js';
+import type { LorawanProvisioning } from '../lpwan/provisioning.js';
+import { ManagedDeviceApplier } from './fleet-applier.js';
+import type { DeviceEvent, DeviceEvents } from '../ingest/device-events.js';
+import { eventsTopic } from '../wire/topics.js';
+import { eventPayload } from '../wire/messages.js';
 import { OFFLINE_STATUS, gatewayStatusPayload } from '../wire/messages.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
+import { parsePublishTopic } from '../wire/topics.js';
 
 /** Commands from the upstream enter the local router with the rights the upstream granted them. */
 const UPSTREAM: Principal = { tokenId: 'upstream', kind: 'app', deviceId: null, scopes: ['command'] };
@@ -35,6 +42,11 @@ export interface UpstreamSyncDeps {
   clock: Clock;
   logger: Logger;
   version: string;
+  /** For managed devices' codecs and LoRaWAN settings (docs/sync.md, "Manage a fleet from the central"). */
+  codecs: DeviceCodecs;
+  lorawan?: LorawanProvisioning;
+  /** The devices' radio and delivery events, forwarded to the central (best effort, QoS 0). */
+  events?: DeviceEvents;
 }
 
 function readPem(path: string | null, key: string): Buffer | undefined {
@@ -55,11 +67,14 @@ function readPem(path: string | null, key: string): Buffer | undefined {
  */
 export class UpstreamSync {
   readonly outbox: Outbox;
+  /** Gateway mode: applies the managed devices' definitions the central sends. */
+  readonly applier: ManagedDeviceApplier | undefined;
   readonly #deps: UpstreamSyncDeps;
   readonly #links: UpstreamLink[] = [];
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #gatewayId: string | null;
   commandsReceived = 0;
+  eventsForwarded = 0;
   #hooked = false;
   /** Stalls of links replaced by a reconfigure, so the counter never goes down. */
   #pastStalls = 0;
@@ -68,6 +83,11 @@ export class UpstreamSync {
     this.#deps = deps;
     this.#gatewayId = deps.config.token ? deps.config.gatewayId : null;
     this.outbox = new Outbox({ store: deps.store, catalog: deps.catalog, clock: deps.clock, config: deps.config, logger: deps.logger });
+    if (this.#gatewayId !== null) {
+      const { store, catalog, registry, codecs, lorawan, clock, logger } = deps;
+      this.applier = new ManagedDeviceApplier({ gatewayId: this.#gatewayId, store, catalog, registry, codecs, lorawan, clock, logger });
+      this.applier.publish = (topic, payload) => this.#links[0]?.publishDirect(topic, payload, false) ?? Promise.resolve();
+    }
     this.#registerMetrics();
   }
 
@@ -87,6 +107,11 @@ export class UpstreamSync {
     m.gauge('outpost_upstream_link_up', '1 when every upstream connection is up', () => (this.link === 'up' ? 1 : 0));
     m.counterFrom('outpost_upstream_stalls_total', 'Upstream connections dropped by the drain watchdog', () => this.#pastStalls + this.#links.reduce((n, l) => n + l.stalls, 0));
     m.counterFrom('outpost_upstream_commands_total', 'Commands received from the upstream', () => this.commandsReceived);
+    if (this.applier) {
+      const applier = this.applier;
+      m.counterFrom('outpost_fleet_applied_total', 'Managed-device revisions applied from the central', () => applier.applied);
+      m.counterFrom('outpost_fleet_failed_total', 'Managed-device messages from the central that could not be applied', () => applier.failed);
+    }
   }
 
   get link(): 'up' | 'down' | 'off' {
@@ -127,10 +152,12 @@ export class UpstreamSync {
             username: config.token!,
             clientId: `outpost-gateway-${gatewayId}`,
             will: { topic: gatewayStatusTopic(gatewayId), payload: OFFLINE_STATUS },
-            subscriptions: ['device/+/asset/+/command', gatewayErrorsTopic(gatewayId)],
+            // Commands come down as one device command message each (one LoRa frame for a radio device).
+            subscriptions: ['device/+/command', gatewayErrorsTopic(gatewayId), configDeviceFilter(gatewayId)],
             owns: () => true,
             onMessage: (topic, payload) => this.#onCentralMessage(topic, payload),
             onUp: () => void this.#publishStatus(),
+            onSubscribed: () => void this.applier?.reportAll(),
           },
           this.outbox,
           clock,
@@ -168,7 +195,21 @@ export class UpstreamSync {
     this.#timers.push(setInterval(() => this.outbox.enforceAge(), 60_000).unref());
     if (this.#gatewayId !== null) this.#timers.push(setInterval(() => void this.#publishStatus(), config.statusIntervalSeconds * 1000).unref());
     this.outbox.enforceAge();
+    this.applier?.start();
+    if (this.#gatewayId !== null) this.#deps.events?.on('event', this.#onDeviceEvent);
   }
+
+  /**
+   * A device event goes up as it happens (docs/sync.md): QoS 0 and not through the outbox — link
+   * quality and command outcomes are live information, and a backlog of them after an outage is
+   * worth less than the states it would delay. Lost while the link is down.
+   */
+  readonly #onDeviceEvent = (deviceId: string, event: DeviceEvent) => {
+    const link = this.#links[0];
+    if (!link?.up) return;
+    this.eventsForwarded++;
+    void link.publishDirect(eventsTopic(deviceId), eventPayload(event), false, 0);
+  };
 
   /**
    * A config reload (docs/operations.md): the links reconnect with the new settings (URL, TLS
@@ -193,6 +234,8 @@ export class UpstreamSync {
   async stop(): Promise<void> {
     const { registry, catalog } = this.#deps;
     for (const t of this.#timers) clearInterval(t);
+    this.applier?.stop();
+    this.#deps.events?.off('event', this.#onDeviceEvent);
     registry.off('deviceChanged', this.#onDeviceChanged);
     catalog.off('externalChange', this.#onExternalChange);
     this.outbox.off('rows', this.#onRows);
@@ -242,7 +285,26 @@ export class UpstreamSync {
       this.#deps.logger.warn({ error: payload.toString('utf8').slice(0, 1000) }, 'the central refused a message of this gateway');
       return;
     }
+    if (this.applier?.take(topic, payload)) return;
+    const parsed = parsePublishTopic(topic);
+    if (parsed.kind === 'device-command') return this.#onDeviceCommand(parsed.deviceId, payload);
     this.#onCommand(topic, payload, null);
+  }
+
+  /** `device/<id>/command` from the central: one device command into the local router (one frame for a radio device), with the central's `at`. */
+  #onDeviceCommand(deviceId: string, payload: Buffer): void {
+    const { commands, logger, clock } = this.#deps;
+    try {
+      const body = JSON.parse(payload.toString('utf8')) as unknown;
+      const atText = isJsonObject(body) ? memberIgnoringCase(body, 'at') : undefined;
+      const at = (typeof atText === 'string' ? parseTimestamp(atText) : undefined) ?? clock.now();
+      this.commandsReceived++;
+      const delivery = commands.sendDeviceCommand({ principal: UPSTREAM, via: 'upstream', deviceId, body, at });
+      logger.debug({ deviceId, delivered: delivery.delivered }, 'upstream device command delivered');
+    } catch (err) {
+      if (isServiceError(err)) logger.warn({ deviceId, code: err.code, error: err.message }, 'upstream device command refused');
+      else logger.warn({ err, deviceId }, 'upstream device command not readable');
+    }
   }
 
   /** `device/<id>/asset/<name>/command` from the upstream: into the local router with the upstream's `at`. */

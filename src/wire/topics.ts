@@ -130,7 +130,8 @@ export function filterMatches(filter: string, topic: string): boolean {
 }
 
 /**
- * The topics the service publishes, as templates: a literal level, or a variable (`D` device id,
+ * The topics the service publishes to devices and applications, as templates (a central's device
+ * command message on `device/<id>/command` is for gateways only: see the central's gateway hub): a literal level, or a variable (`D` device id,
  * `N` asset name, `A` asset id). Subscription ACLs are decided by which templates a filter can
  * match and what it pins the variables to.
  */

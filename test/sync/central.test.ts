@@ -214,10 +214,10 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       const queued = await api(central.daemon.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: central.app, json: { value: false } });
       assert.equal(queued.body.delivered.gateway, 'queued');
       gateway = await startGateway(gwDir, central, g1);
-      await until('the kept command delivered at the gateway', () =>
-        query<{ at: number; value: string; source: string }>(gwDir, "SELECT at, value, source FROM commands WHERE source = 'upstream' AND value = 'false'").length === 1,
-      );
-      const [row] = query<{ at: number }>(gwDir, "SELECT at FROM commands WHERE source = 'upstream' AND value = 'false'");
+      // Kept as the one device command message it goes down as (docs/sync.md).
+      const kept = `SELECT at, value, source FROM commands WHERE source = 'upstream' AND value = '{"valve":false}'`;
+      await until('the kept command delivered at the gateway', () => query<{ at: number; value: string; source: string }>(gwDir, kept).length === 1);
+      const [row] = query<{ at: number }>(gwDir, kept);
       assert.equal(new Date(row!.at).toISOString(), queued.body.at);
     });
 
@@ -260,10 +260,10 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       g1client.end(true);
     });
 
-    await t.test('pre-assigned IDs; a device deleted at the gateway keeps its data at the central', async () => {
+    await t.test('a device created at the central for the gateway arrives there by itself; chosen IDs; a device deleted at the gateway keeps its data at the central', async () => {
+      // Created with --gateway at the central it is managed from there (docs/sync.md): no command on the gateway.
       const pre = cliJson<{ id: string }>(['device', 'create', '--name', 'planned', '--gateway', g1.id], centralDir);
-      const local = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'planned', '--id', pre.id], gwDir);
-      assert.equal(local.id, pre.id);
+      await until('the managed device at the gateway', () => query(gwDir, 'SELECT 1 FROM devices WHERE id = ? AND name = ?', pre.id, 'planned').length === 1);
       const taken = cli(['device', 'create', '--name', 'again', '--id', pre.id, '--data', gwDir]);
       assert.notEqual(taken.code, 0);
       assert.match(taken.stderr, /DEVICE_EXISTS/);
@@ -273,7 +273,9 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       assert.equal(dup.body.code, 'DEVICE_EXISTS');
       const bad = await api(gateway.url, 'POST', '/devices', { token: app, json: { name: 'x', id: 'short' } });
       assert.equal(bad.status, 400);
-      await until('the pre-assigned device updated by the catalog', async () => (await api(central.daemon.url, 'GET', `/device/${pre.id}`, { token: central.app })).body.name === 'planned');
+      const chosen = await api(gateway.url, 'POST', '/devices', { token: app, json: { name: 'mine', id: 'ChosenIdChosenIdChosen00' } });
+      assert.equal(chosen.status, 201, chosen.text);
+      assert.equal(chosen.body.id, 'ChosenIdChosenIdChosen00');
 
       cli(['device', 'delete', device.id, '--data', gwDir]);
       await until('removedAtGateway at the central', async () => {

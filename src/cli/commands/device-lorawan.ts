@@ -44,6 +44,7 @@ export function deviceLorawan({ config, positionals, values, show }: ManagementA
   return withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
     const action = requireArg(positionals, 2, 'abp, otaa, show or delete');
+    if (action !== 'show') registry.assertLocallyEditable(device.id);
     const provisioning = new LorawanProvisioning(store.lorawanDevices, store.downlinks, systemClock, regionByName(config.radio.region));
     switch (action) {
       case 'abp':

@@ -1,5 +1,9 @@
 import { deviceWithAssetsView } from '../../registry/views.js';
-import { managementArgs, requireArg, runVerb, type ManagementArgs } from '../args.js';
+import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
+import { FleetConfig } from '../../sync/central/fleet-config.js';
+import { SqliteManagedRevisions } from '../../sync/central/ports.js';
+import { systemClock } from '../../core/time.js';
+import { createLogger } from '../../ops/logger.js';
 import type { CliCommand } from '../command.js';
 import { withRegistry } from '../open.js';
 import { formatTable } from '../table.js';
@@ -16,12 +20,13 @@ export const command: CliCommand = {
     '  device show <DeviceID> [--json]',
     '  device delete <DeviceID>',
     '  device token <DeviceID> [--json]                  issue a new device token, revoking the old one',
+    '  device assign <DeviceID> <GatewayID> | --none     (central) manage the device from here on that gateway, or on none',
     DEVICE_CODEC_USAGE,
     DEVICE_REDECODE_USAGE,
     DEVICE_LORAWAN_USAGE,
   ].join('\n'),
   run: (args, argv, out) =>
-    runVerb(managementArgs(args, argv, out), { create: createDevice, list: listDevices, show: showDevice, delete: deleteDevice, token: rotateToken, codec: deviceCodec, redecode: deviceRedecode, lorawan: deviceLorawan }),
+    runVerb(managementArgs(args, argv, out), { create: createDevice, list: listDevices, show: showDevice, delete: deleteDevice, token: rotateToken, assign: assignDevice, codec: deviceCodec, redecode: deviceRedecode, lorawan: deviceLorawan }),
 };
 
 function createDevice({ config, values, show }: ManagementArgs): number {
@@ -63,6 +68,31 @@ function deleteDevice({ config, positionals, show }: ManagementArgs): number {
     const id = requireArg(positionals, 1, '<DeviceID>');
     registry.deleteDevice(id);
     show({ deleted: id }, () => `device ${id} deleted`);
+    return 0;
+  });
+}
+
+/**
+ * `outpost device assign` (central): the device's definition goes down to that gateway (docs/sync.md,
+ * "Manage a fleet from the central"); the running daemon notices the change and sends it.
+ */
+function assignDevice({ config, positionals, values, show }: ManagementArgs): number {
+  const id = requireArg(positionals, 1, '<DeviceID>');
+  const gatewayId = values.none ? null : (positionals[2] ?? null);
+  if (gatewayId === null && !values.none) throw new UsageError('device assign <DeviceID> <GatewayID>, or --none to manage it on no gateway');
+  return withRegistry(config, (_registry, store) => {
+    const fleet = new FleetConfig({
+      store,
+      revisions: new SqliteManagedRevisions(store.fleet),
+      clock: systemClock,
+      logger: createLogger('silent'),
+      limits: config.central,
+      // The daemon sends it: this process has no link to any gateway.
+      send: () => {},
+      connected: () => false,
+    });
+    fleet.assign(id, gatewayId);
+    show({ id, gateway: gatewayId }, () => (gatewayId ? `device ${id} is managed on gateway ${gatewayId}` : `device ${id} is on no gateway`));
     return 0;
   });
 }

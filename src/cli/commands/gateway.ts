@@ -4,6 +4,7 @@ import { managementArgs, runVerb, UsageError, type ManagementArgs } from '../arg
 import type { CliCommand } from '../command.js';
 import { withRegistry } from '../open.js';
 import { formatTable } from '../table.js';
+import type { FleetStore } from '../../store/fleet.js';
 
 /**
  * `outpost gateway create|list|delete` (docs/sync.md): works on any data directory and while the
@@ -21,7 +22,7 @@ export const command: CliCommand = {
       const gateways = new GatewayRegistry(catalog, registry, store.gateways, systemClock);
       const verbs = {
         create: () => createGateway(a, gateways),
-        list: () => listGateways(a, gateways),
+        list: () => listGateways(a, gateways, store.fleet),
         delete: () => deleteGateway(a, gateways),
       };
       return runVerb(a, verbs, `unknown command: gateway ${a.sub ?? ''}`);
@@ -35,9 +36,9 @@ function createGateway({ values, show }: ManagementArgs, gateways: GatewayRegist
   return 0;
 }
 
-function listGateways({ show }: ManagementArgs, gateways: GatewayRegistry): number {
+function listGateways({ show }: ManagementArgs, gateways: GatewayRegistry, fleet: FleetStore): number {
   // Whether a gateway is connected only the running daemon knows (GET /gateways); lastSeen is on disk.
-  const list = gateways.store.list().map((g) => gatewayView(g, gateways.store.deviceIds(g.id), false));
+  const list = gateways.store.list().map((g) => gatewayView(g, gateways.store.deviceIds(g.id), false, fleet.summary(g.id)));
   show(
     list.map(({ connected: _c, ...rest }) => rest),
     () => formatTable(['ID', 'NAME', 'DEVICES', 'LAST SEEN'], list.map((g) => [g.id, g.name, g.devices.length, g.lastSeen])),

@@ -1,13 +1,21 @@
+import { ServiceError } from '../../core/errors.js';
+import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 import type { GatewayRegistry } from '../../sync/central/gateway-registry.js';
 import { gatewayView } from '../../sync/central/gateway-registry.js';
+import type { FleetConfig } from '../../sync/central/fleet-config.js';
+import { deviceWithAssetsView } from '../../registry/views.js';
+import type { Store } from '../../store/store.js';
 import type { Route } from './router.js';
 import { requireAdmin } from './access.js';
 
-/** The central's gateways (docs/sync.md): `GET/POST /gateways`, `GET/DELETE /gateway/<id>`; admin scope. */
-export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: string) => boolean): Route[] {
+/**
+ * The central's gateways (docs/sync.md): `GET/POST /gateways`, `GET/DELETE /gateway/<id>`, and
+ * `PUT /device/<id>/gateway` (a managed device's gateway, or none); admin scope.
+ */
+export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: string) => boolean, fleet: FleetConfig, store: Store): Route[] {
   const view = (id: string) => {
     const gateway = gateways.require(id);
-    return gatewayView(gateway, gateways.store.deviceIds(id), connected(id));
+    return gatewayView(gateway, gateways.store.deviceIds(id), connected(id), fleet.summary(id));
   };
   return [
     {
@@ -35,6 +43,20 @@ export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: 
           requireAdmin(ctx);
           gateways.delete(ctx.params.gatewayId!);
           return { status: 204 };
+        },
+      },
+    },
+    {
+      pattern: '/device/:deviceId/gateway',
+      methods: {
+        PUT: async (ctx) => {
+          requireAdmin(ctx);
+          const body = await ctx.body();
+          const gateway = isJsonObject(body) ? memberIgnoringCase(body, 'gateway') : undefined;
+          if (gateway !== null && typeof gateway !== 'string') throw new ServiceError('INVALID_BODY', 'body must be {"gateway": "<GatewayID>"} or {"gateway": null}');
+          fleet.assign(ctx.params.deviceId!, gateway);
+          const device = store.devices.get(ctx.params.deviceId!)!;
+          return { status: 200, body: deviceWithAssetsView(device, store) };
         },
       },
     },

@@ -8,7 +8,7 @@ import type { Principal } from '../../core/access.js';
 export interface GatewaySessions {
   opened(principal: Principal, client: Client): void;
   closed(principal: Principal, client: Client): void;
-  /** A publish under `gateway/…` (catalog, status) from any session; returns why it is not allowed, or nothing. */
+  /** A publish under `gateway/…` (catalog, status, fleet reports) from any session, or a gateway's `device/<id>/events`; returns why it is not allowed, or nothing. */
   publish(principal: Principal, topic: string, payload: Buffer): string | undefined;
   /** A gateway's state for a device: false when the device is not behind it (reported, acknowledged). */
   mayPublishState(principal: Principal, deviceId: string, topic: string): boolean;

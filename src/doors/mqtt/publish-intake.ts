@@ -54,8 +54,9 @@ export class PublishIntake {
     // MQTT 3.1.1 §2.3.1 and §4.7.3: the server closes the connection for these.
     if (packet.qos > 0 && !packet.messageId && !isWill) return refusals.protocolViolation(client, principal, packet.topic, `QoS ${packet.qos} publish with packet id 0`, done);
     if (packet.topic.includes('\u0000')) return refusals.protocolViolation(client, principal, packet.topic, 'topic name contains U+0000', done);
-    if (gateways && packet.topic.startsWith('gateway/')) {
-      // A gateway's catalog and status (central role): handled there, refused for anyone else.
+    if (gateways && (packet.topic.startsWith('gateway/') || (principal.kind === 'gateway' && packet.topic.endsWith('/events')))) {
+      // A gateway's catalog, status, fleet reports and its devices' events (central role): handled
+      // there, refused for anyone else.
       const refusal = gateways.publish(principal, packet.topic, payloadBytes(packet.payload));
       if (refusal) return refusals.notAllowed(client, principal, packet.topic, refusal, done);
       return done(null);

@@ -19,7 +19,7 @@ import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 export class CatalogIntake {
   readonly #catalog: Catalog;
   readonly #registry: Registry;
-  readonly #store: Pick<Store, 'devices' | 'transaction'>;
+  readonly #store: Pick<Store, 'devices' | 'fleet' | 'transaction'>;
   readonly #gateways: GatewayStore;
   readonly #clock: Clock;
   readonly #limits: { devicesPerGateway: number };
@@ -27,7 +27,7 @@ export class CatalogIntake {
   constructor(
     catalog: Catalog,
     registry: Registry,
-    store: Pick<Store, 'devices' | 'gateways' | 'transaction'>,
+    store: Pick<Store, 'devices' | 'gateways' | 'fleet' | 'transaction'>,
     clock: Clock,
     limits: { devicesPerGateway: number },
   ) {
@@ -58,6 +58,8 @@ export class CatalogIntake {
       const owner = existing.gatewayId ? `gateway ${existing.gatewayId}` : 'no gateway';
       throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} exists at the central and belongs to ${owner}`);
     }
+    // A device managed here flows down to the gateway; its gateway does not describe it back up.
+    if (this.#store.fleet.live(deviceId)) throw new ServiceError('MANAGED_BY_CENTRAL', `device ${deviceId} is managed by the central; its definition comes from here`);
     if (payload.length === 0) {
       if (existing) {
         this.#gateways.setRemovedAtGateway(deviceId, this.#clock.now());
@@ -85,7 +87,7 @@ export class CatalogIntake {
       if (this.#gateways.deviceCount(gatewayId) >= limit) {
         throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gatewayId} already has ${limit} devices at the central (central.devicesPerGateway); device ${deviceId} not created`);
       }
-      this.#registry.createDevice({ ...fields, id: deviceId, gateway: gatewayId });
+      this.#registry.createDevice({ ...fields, id: deviceId, gateway: gatewayId }, { managed: false });
     }
     for (const asset of assets) {
       if (!isJsonObject(asset)) throw new ServiceError('INVALID_BODY', '"assets" must hold objects {name, is, profile, title, description}');

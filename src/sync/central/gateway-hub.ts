@@ -5,8 +5,14 @@ import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import type { AssetCommand, CommandSink, DeviceCommand, SinkOutcome } from '../../commands/router.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
-import { TEMPLATES, assetTopic, gatewayErrorsTopic, matchTemplate, parseGatewayTopic } from '../../wire/topics.js';
-import { commandPayload, errorReport, gatewayStatusPayload, type GatewayStatus } from '../../wire/messages.js';
+import { TEMPLATES, deviceCommandTopic, gatewayErrorsTopic, matchTemplate, parseGatewayTopic } from '../../wire/topics.js';
+import { deviceCommandPayload, errorReport, gatewayStatusPayload, parseAppliedRevisions, parseLorawanCounters, type GatewayStatus } from '../../wire/messages.js';
+import { isServiceError } from '../../core/errors.js';
+import { isJsonObject } from '../../core/json.js';
+import { parseTimestamp } from '../../core/time.js';
+import type { DeviceEvents } from '../../ingest/device-events.js';
+import type { FleetConfig } from './fleet-config.js';
+import type { GatewayPresence, PendingCommands } from './ports.js';
 import type { GatewayRegistry } from './gateway-registry.js';
 import type { CatalogIntake } from './catalog-intake.js';
 import type { JsonValue } from '../../core/json.js';
@@ -33,16 +39,40 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #sessions = new Map<string, Set<Client>>();
+  readonly #presence: GatewayPresence;
+  readonly #commands: PendingCommands;
+  /** Provisioning down; set once the composition built it (it publishes through this hub). */
+  fleet: FleetConfig | undefined;
   #publish: ServicePublish = () => {};
   commandsQueued = 0;
   refusals = 0;
+  eventsForwarded = 0;
+  eventsDropped = 0;
+  readonly #events: DeviceEvents | undefined;
 
-  constructor(deps: { catalog: Catalog; gateways: GatewayRegistry; intake: CatalogIntake; clock: Clock; logger: Logger }) {
+  constructor(deps: {
+    catalog: Catalog;
+    gateways: GatewayRegistry;
+    intake: CatalogIntake;
+    presence: GatewayPresence;
+    pendingCommands: PendingCommands;
+    events?: DeviceEvents;
+    clock: Clock;
+    logger: Logger;
+  }) {
+    this.#events = deps.events;
     this.#catalog = deps.catalog;
     this.#gateways = deps.gateways;
     this.#intake = deps.intake;
+    this.#presence = deps.presence;
+    this.#commands = deps.pendingCommands;
     this.#clock = deps.clock;
     this.#logger = deps.logger;
+  }
+
+  /** Publishes as the service (QoS 1): config messages for the fleet. */
+  send(topic: string, payload: string): void {
+    this.#publish(topic, payload, false);
   }
 
   attach(publish: ServicePublish): void {
@@ -63,9 +93,12 @@ export class GatewayHub implements GatewaySessions, CommandSink {
     const id = principal.gatewayId;
     if (!id) return;
     let set = this.#sessions.get(id);
-    if (!set) this.#sessions.set(id, (set = new Set()));
+    if (!set) {
+      this.#sessions.set(id, (set = new Set()));
+      this.fleet?.sessionOpened(id);
+    }
     set.add(client);
-    this.#touch(id);
+    this.#touch(id, 'opened');
     this.#logger.info({ gatewayId: id }, 'gateway connected');
   }
 
@@ -74,17 +107,16 @@ export class GatewayHub implements GatewaySessions, CommandSink {
     if (!id) return;
     const set = this.#sessions.get(id);
     set?.delete(client);
-    if (set && set.size === 0) this.#sessions.delete(id);
-    this.#touch(id);
+    if (set && set.size === 0) {
+      this.#sessions.delete(id);
+      this.fleet?.sessionClosed(id);
+    }
+    this.#touch(id, 'closed');
     this.#logger.info({ gatewayId: id }, 'gateway disconnected');
   }
 
-  #touch(gatewayId: string): void {
-    try {
-      this.#gateways.store.touch(gatewayId, this.#clock.now());
-    } catch (err) {
-      this.#logger.debug({ err }, 'gateway last seen not recorded');
-    }
+  #touch(gatewayId: string, how: 'opened' | 'closed'): void {
+    this.#presence[how](gatewayId, this.#clock.now()).catch((err) => this.#logger.debug({ err }, 'gateway last seen not recorded'));
   }
 
   #owns(principal: Principal, deviceId: string | undefined): boolean {
@@ -100,6 +132,7 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   // ---- publishes
 
   publish(principal: Principal, topic: string, payload: Buffer): string | undefined {
+    if (topic.startsWith('device/')) return this.#deviceEvent(principal, topic, payload);
     const parsed = parseGatewayTopic(topic);
     const gatewayId = parsed.gatewayId;
     if (principal.kind !== 'gateway' || !gatewayId || gatewayId !== principal.gatewayId) return 'only a gateway publishes under its own gateway/<id>/';
@@ -123,7 +156,48 @@ export class GatewayHub implements GatewaySessions, CommandSink {
       if (refusal) this.#reportError(gatewayId, topic, refusal.code, refusal.message);
       return undefined;
     }
+    if (parsed.kind === 'config-applied' || parsed.kind === 'lorawan-counters') {
+      const fleet = this.fleet;
+      if (!fleet) return 'no fleet at this instance';
+      let work: Promise<void>;
+      try {
+        work = parsed.kind === 'config-applied' ? fleet.applied(gatewayId, parseAppliedRevisions(payload)) : fleet.counters(gatewayId, parsed.deviceId, parseLorawanCounters(payload));
+      } catch (err) {
+        work = Promise.reject(err);
+      }
+      work.catch((err) => {
+        if (isServiceError(err)) this.#reportError(gatewayId, topic, err.code, err.message);
+        else this.#logger.error({ err, gatewayId, topic }, 'fleet message failed');
+      });
+      return undefined;
+    }
     return 'no such gateway topic';
+  }
+
+  /**
+   * A gateway's device event (docs/sync.md): re-published here as the central's own event of that
+   * device, so its subscribers and the console see link quality and command outcomes. Best effort:
+   * one that is not readable is dropped (counted), never reported back.
+   */
+  #deviceEvent(principal: Principal, topic: string, payload: Buffer): string | undefined {
+    const levels = topic.split('/');
+    if (principal.kind !== 'gateway' || levels.length !== 3 || levels[2] !== 'events') return 'no such topic';
+    const deviceId = levels[1]!;
+    if (!this.#owns(principal, deviceId)) return `device ${deviceId} is not behind gateway ${principal.gatewayId}`;
+    let event: unknown;
+    try {
+      event = JSON.parse(payload.toString('utf8'));
+    } catch {
+      event = undefined;
+    }
+    const at = isJsonObject(event) && typeof event.at === 'string' ? parseTimestamp(event.at) : undefined;
+    if (!isJsonObject(event) || typeof event.type !== 'string' || at === undefined) {
+      this.eventsDropped++;
+      return undefined;
+    }
+    this.eventsForwarded++;
+    this.#events?.publish(deviceId, { ...event, type: event.type, at, gateway: principal.gatewayId });
+    return undefined;
   }
 
   mayPublishState(principal: Principal, deviceId: string, topic: string): boolean {
@@ -143,12 +217,19 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   maySubscribe(principal: Principal, filter: string): boolean | undefined {
     const levels = filter.split('/');
     if (levels[0] === 'gateway') {
+      // A gateway reads its own errors and its managed devices' definitions (keys included: never anyone else).
+      if (principal.kind === 'gateway') {
+        if (levels[1] !== principal.gatewayId) return false;
+        if (levels.length === 3) return levels[2] === 'errors';
+        return levels.length === 5 && levels[2] === 'config' && levels[3] === 'device' && levels[4] !== '#' && levels[4] !== '';
+      }
       if (levels.length !== 3 || (levels[2] !== 'status' && levels[2] !== 'errors')) return false;
-      if (principal.kind === 'gateway') return levels[2] === 'errors' && levels[1] === principal.gatewayId;
       return canReadAny(principal) && levels[1] !== '#' && levels[1] !== '';
     }
     if (principal.kind !== 'gateway') return undefined;
     if (filter.charCodeAt(0) === 36 /* $ */) return false;
+    // Device commands come down as one message each (docs/sync.md): `device/+/command`, or one of its devices'.
+    if (levels.length === 3 && levels[0] === 'device' && levels[2] === 'command') return levels[1] === '+' || this.#owns(principal, levels[1]);
     // Every device topic template the filter can match must be one of its devices' or left open
     // (`+`/`#`): open levels are narrowed to its devices when messages are forwarded.
     let matched = false;
@@ -163,7 +244,8 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   }
 
   mayReceive(principal: Principal | undefined, topic: string): boolean {
-    if (!principal || principal.kind !== 'gateway') return true;
+    // The device command message is the hub's, for gateways: a device's or an application's `device/+/+` never gets it.
+    if (!principal || principal.kind !== 'gateway') return !(topic.startsWith('device/') && topic.endsWith('/command') && topic.split('/').length === 3);
     const a = topic.indexOf('/');
     const b = topic.indexOf('/', a + 1);
     const head = topic.slice(0, a);
@@ -177,9 +259,13 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   subscribed(principal: Principal): void {
     const id = principal.gatewayId;
     if (!id) return;
-    const pending = this.#gateways.store.takeCommands(id, this.#clock.now());
-    for (const command of pending) this.#publish(command.topic, command.payload, false);
-    if (pending.length > 0) this.#logger.info({ gatewayId: id, commands: pending.length }, 'commands kept for an offline gateway delivered');
+    this.#commands.take(id, this.#clock.now()).then(
+      (pending) => {
+        for (const command of pending) this.#publish(command.topic, command.payload, false);
+        if (pending.length > 0) this.#logger.info({ gatewayId: id, commands: pending.length }, 'commands kept for an offline gateway delivered');
+      },
+      (err) => this.#logger.error({ err, gatewayId: id }, 'commands kept for an offline gateway not delivered'),
+    );
   }
 
   // ---- the `gateway` command sink
@@ -198,15 +284,22 @@ export class GatewayHub implements GatewaySessions, CommandSink {
     );
   }
 
+  /**
+   * A command for a device behind a gateway goes down as one `device/<id>/command` message (the
+   * device command message, docs/sync.md), whether it named one asset or several: the gateway's
+   * router delivers it once, so a LoRa device gets one frame. Offline: kept, as that same message.
+   */
   #deliver(gatewayId: string | null | undefined, deviceId: string, values: Array<[string, JsonValue]>, meta: Record<string, JsonValue> | null, at: number): SinkOutcome {
     if (!gatewayId) return undefined;
-    // Connected: the MQTT sink's publish on the command topics reaches the gateway's subscription.
-    if (this.connected(gatewayId)) return 'sent';
-    const ttl = typeof meta?.ttl === 'number' && meta.ttl > 0 ? meta.ttl * 1000 : DAY_MS;
-    for (const [name, value] of values) {
-      this.#gateways.store.queueCommand({ gatewayId, deviceId, topic: assetTopic(deviceId, name, 'command'), payload: commandPayload(value, at, meta), expiresAt: at + ttl });
-      this.commandsQueued++;
+    const topic = deviceCommandTopic(deviceId);
+    const payload = deviceCommandPayload(Object.fromEntries(values), at, meta);
+    if (this.connected(gatewayId)) {
+      this.#publish(topic, payload, false);
+      return 'sent';
     }
+    const ttl = typeof meta?.ttl === 'number' && meta.ttl > 0 ? meta.ttl * 1000 : DAY_MS;
+    this.#commands.queue({ gatewayId, deviceId, topic, payload, expiresAt: at + ttl }).catch((err) => this.#logger.error({ err, gatewayId, deviceId }, 'command for an offline gateway not kept'));
+    this.commandsQueued++;
     return 'queued';
   }
 }

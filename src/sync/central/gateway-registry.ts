@@ -2,14 +2,26 @@ import { ServiceError } from '../../core/errors.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { GatewayStore, GatewayRecord } from '../../store/gateways.js';
+import type { FleetSummary } from '../../store/fleet.js';
 import type { Registry } from '../../registry/registry.js';
 import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** `GET /gateway/<id>`: `{id, name, connected, lastSeen, devices}`. */
-export function gatewayView(gateway: GatewayRecord, devices: string[], connected: boolean) {
-  return { id: gateway.id, name: gateway.name, createdOn: iso(gateway.createdOn), connected, lastSeen: iso(gateway.lastSeen), devices };
+/**
+ * `GET /gateway/<id>`: `{id, name, connected, lastSeen, devices, config}`; `config` says how far the
+ * gateway is with its managed devices (`pending`: those whose newest revision it has not applied).
+ */
+export function gatewayView(gateway: GatewayRecord, devices: string[], connected: boolean, config: FleetSummary) {
+  return {
+    id: gateway.id,
+    name: gateway.name,
+    createdOn: iso(gateway.createdOn),
+    connected,
+    lastSeen: iso(gateway.lastSeen),
+    devices,
+    config: { managed: config.managed, pending: config.pending, lastAppliedAt: iso(config.lastAppliedAt) },
+  };
 }
 
 /**

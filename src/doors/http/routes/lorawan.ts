@@ -23,11 +23,14 @@ export function lorawanRoutes(deps: ApiDeps): Route[] {
         },
         PUT: async (ctx) => {
           const device = adminDevice(deps, ctx);
+          deps.registry.assertLocallyEditable(device.id);
           return { status: 200, body: requireLorawan().put(device.id, await ctx.body(['json'])) };
         },
         DELETE: (ctx) => {
           requireAdmin(ctx);
-          requireLorawan().delete(deps.registry.requireDevice(ctx.params.deviceId!).id);
+          const device = deps.registry.requireDevice(ctx.params.deviceId!);
+          deps.registry.assertLocallyEditable(device.id);
+          requireLorawan().delete(device.id);
           return { status: 204 };
         },
       },

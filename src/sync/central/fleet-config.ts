@@ -1,0 +1,167 @@
+import { ServiceError } from '../../core/errors.js';
+import { ID_PATTERN } from '../../core/ids.js';
+import type { Clock } from '../../core/time.js';
+import type { Logger } from '../../ops/logger.js';
+import type { Store } from '../../store/store.js';
+import type { FleetSummary } from '../../store/fleet.js';
+import type { LorawanDeviceRecord } from '../../store/lorawan-devices.js';
+import { codecSettingsView } from '../../device-codecs/device-codecs.js';
+import { configDeviceTopic } from '../../wire/topics.js';
+import { managedDeviceContent, type AppliedRevisions, type LorawanCounters, type ManagedDeviceDefinition } from '../../wire/messages.js';
+import type { ManagedRevisions } from './ports.js';
+
+export type FleetStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'lorawanDevices' | 'gateways' | 'fleet' | 'transaction'>;
+
+export interface FleetConfigDeps {
+  store: FleetStores;
+  /** Where revisions and applied reports are kept (the SQLite port today). */
+  revisions: ManagedRevisions;
+  clock: Clock;
+  logger: Logger;
+  limits: { devicesPerGateway: number };
+  /** Publishes a config message to the gateway (QoS 1, as the service). */
+  send: (topic: string, payload: string) => void;
+  connected: (gatewayId: string) => boolean;
+}
+
+const hex = (b: Buffer | null) => (b ? b.toString('hex').toUpperCase() : undefined);
+
+/** A device's LoRaWAN settings as `PUT /device/<id>/lorawan` takes them, keys included (they travel only on the gateway's own link). */
+function lorawanBody(r: LorawanDeviceRecord): Record<string, unknown> {
+  const body: Record<string, unknown> = { activation: r.activation, fPort: r.fPort };
+  if (r.devEui) body.devEui = r.devEui;
+  if (r.activation === 'abp') Object.assign(body, { devAddr: r.devAddr, nwkSKey: hex(r.nwkSKey), appSKey: hex(r.appSKey), fCntUp: r.fCntUp, fCntDown: r.fCntDown });
+  else Object.assign(body, { joinEui: r.joinEui, appKey: hex(r.appKey) });
+  return body;
+}
+
+/**
+ * Provisioning down (docs/sync.md, "Manage a fleet from the central"): a managed device's whole
+ * definition — name, texts, assets with profiles, codecs, LoRaWAN settings, the hash of its token —
+ * is kept per gateway at a revision raised by every change, and sent on
+ * `gateway/<GatewayID>/config/device/<DeviceID>` to a connected gateway. The gateway reports what
+ * it applied on `…/config/applied` (on connect, and after applying); whatever is newer goes out then,
+ * in revision order. Nothing is kept only in memory except which revisions were already sent on the
+ * current session, so a restart of either side resends exactly what is missing.
+ */
+export class FleetConfig {
+  readonly #deps: FleetConfigDeps;
+  /** Per connected gateway: the revision last sent per device on its current session. */
+  readonly #sent = new Map<string, Map<string, number>>();
+  sentMessages = 0;
+
+  constructor(deps: FleetConfigDeps) {
+    this.#deps = deps;
+  }
+
+  /** The definition of a device as its gateway gets it, without the revision; undefined if the device is gone. */
+  definition(deviceId: string): Omit<ManagedDeviceDefinition, 'revision'> | undefined {
+    const { store } = this.#deps;
+    const device = store.devices.get(deviceId);
+    if (!device) return undefined;
+    const lorawan = store.lorawanDevices.get(deviceId);
+    const definition: Omit<ManagedDeviceDefinition, 'revision'> = {
+      device: { id: device.id, name: device.name, title: device.title, description: device.description },
+      assets: store.assets.list(deviceId).map((a) => ({ name: a.name, is: a.is, profile: a.profile, title: a.title, description: a.description })),
+      codec: device.codec ? codecSettingsView(device) : null,
+      tokenHash: store.tokens.deviceTokenHash(deviceId),
+    };
+    if (lorawan) definition.lorawan = lorawanBody(lorawan);
+    return definition;
+  }
+
+  /**
+   * `PUT /device/<id>/gateway` and `outpost device assign`: the device becomes managed for that
+   * gateway (null: for none). The gateway it leaves removes it; the one it joins gets it.
+   */
+  assign(deviceId: string, gatewayId: string | null): void {
+    const { store, limits } = this.#deps;
+    if (!store.devices.get(deviceId)) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
+    if (gatewayId !== null) {
+      if (!ID_PATTERN.test(gatewayId) || !store.gateways.get(gatewayId)) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${gatewayId} not found`);
+      const current = store.devices.get(deviceId)!.gatewayId;
+      if (current !== gatewayId && store.gateways.deviceCount(gatewayId) >= limits.devicesPerGateway) {
+        throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gatewayId} already has ${limits.devicesPerGateway} devices (central.devicesPerGateway)`);
+      }
+    }
+    const before = store.fleet.live(deviceId)?.gatewayId ?? null;
+    store.fleet.assign(deviceId, gatewayId);
+    this.refresh(deviceId);
+    if (before !== null && before !== gatewayId) this.#offerLater(before);
+  }
+
+  /** After any change to a device (or to all, after another process wrote): a new revision if its definition changed. */
+  refresh(deviceId: string): void {
+    const { store } = this.#deps;
+    const row = store.fleet.live(deviceId);
+    if (!row) return;
+    const definition = this.definition(deviceId);
+    if (!definition) {
+      store.fleet.tombstone(row.gatewayId, deviceId);
+      this.#offerLater(row.gatewayId);
+      return;
+    }
+    if (store.fleet.setContent(row.gatewayId, deviceId, managedDeviceContent(definition)) !== undefined) this.#offerLater(row.gatewayId);
+  }
+
+  refreshAll(): void {
+    const gateways = new Set<string>();
+    for (const deviceId of this.#deps.store.fleet.liveDeviceIds()) {
+      try {
+        this.refresh(deviceId);
+      } catch (err) {
+        this.#deps.logger.error({ err, deviceId }, 'fleet: definition not refreshed');
+      }
+    }
+    for (const g of this.#deps.store.gateways.list()) gateways.add(g.id);
+    for (const id of gateways) this.#offerLater(id);
+  }
+
+  /** The gateway's session opened: nothing counts as sent on it yet. */
+  sessionOpened(gatewayId: string): void {
+    this.#sent.set(gatewayId, new Map());
+  }
+
+  sessionClosed(gatewayId: string): void {
+    this.#sent.delete(gatewayId);
+  }
+
+  /** `…/config/applied`: recorded, then whatever is newer goes out. */
+  async applied(gatewayId: string, revisions: AppliedRevisions): Promise<void> {
+    await this.#deps.revisions.recordApplied(gatewayId, revisions, this.#deps.clock.now());
+    await this.#offer(gatewayId);
+  }
+
+  /** `gateway/<id>/lorawan/<DeviceID>`: an ABP device's counters, kept so a re-assigned device keeps them. */
+  async counters(gatewayId: string, deviceId: string, counters: LorawanCounters): Promise<void> {
+    const row = this.#deps.store.fleet.live(deviceId);
+    if (!row || row.gatewayId !== gatewayId) throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} is not managed for gateway ${gatewayId}`);
+    await this.#deps.revisions.recordCounters(deviceId, counters);
+  }
+
+  summary(gatewayId: string): FleetSummary {
+    return this.#deps.store.fleet.summary(gatewayId);
+  }
+
+  /** Sends a connected gateway every revision newer than what it applied and than what this session already carried. */
+  async #offer(gatewayId: string): Promise<void> {
+    if (!this.#deps.connected(gatewayId)) return;
+    const pending = await this.#deps.revisions.pending(gatewayId);
+    // Read after the await: a session that closed (or reopened) meanwhile starts from what it applied.
+    const sent = this.#sent.get(gatewayId);
+    if (!sent || !this.#deps.connected(gatewayId)) return;
+    for (const row of pending) {
+      if ((sent.get(row.deviceId) ?? 0) >= row.revision) continue;
+      sent.set(row.deviceId, row.revision);
+      // The stored content is the definition's JSON object: the revision goes in front of its members.
+      const payload = row.deleted ? JSON.stringify({ revision: row.revision, deleted: true }) : `{"revision":${row.revision},${row.content!.slice(1)}`;
+      this.#deps.send(configDeviceTopic(gatewayId, row.deviceId), payload);
+      this.sentMessages++;
+    }
+  }
+
+  /** From synchronous change handlers: a failure is logged, never thrown into the registry's emit. */
+  #offerLater(gatewayId: string): void {
+    this.#offer(gatewayId).catch((err) => this.#deps.logger.error({ err, gatewayId }, 'fleet: config not sent'));
+  }
+}
