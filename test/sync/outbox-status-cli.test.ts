@@ -67,3 +67,24 @@ test('outbox status without --config shows the daemon\'s live link and counters,
     removeDir(dataDir);
   }
 });
+
+test('a clean gateway stop logs the closed upstream link as information, not as a warning', async () => {
+  const broker = await mosquitto();
+  await broker.start();
+  const dataDir = tempDataDir();
+  const device = cliJson<{ id: string }>(['device', 'create', '--name', 'field-sensor'], dataDir);
+  const config = join(dataDir, 'config.json');
+  writeFileSync(config, JSON.stringify({ version: 1, upstream: { url: broker.url, devices: { [device.id]: { id: 'remoteDevice0000000000008', token: 'device:t8' } } } }));
+  const daemon = await startDaemon({ dataDir, args: ['--config', config] });
+  try {
+    await until('link up', async () => (await api(daemon.url, 'GET', '/healthz')).body.upstream.link === 'up');
+    assert.equal(await daemon.stop(), 0);
+    const lines = daemon.logs.map((l) => JSON.parse(l) as { level: number; msg: string });
+    assert.deepEqual(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'no warning on a clean stop');
+    assert.ok(lines.some((l) => l.level === 30 && l.msg === 'upstream link closed (stopping)'), 'the closed link is still logged');
+  } finally {
+    await daemon.stop();
+    await broker.stop();
+    removeDir(dataDir);
+  }
+});
