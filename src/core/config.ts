@@ -68,7 +68,7 @@ export interface RadioConfig {
   /** Confirmed Class C downlinks: resent when not acknowledged within `ackTimeoutS`, up to `retries` times. */
   classC: { ackTimeoutS: number; retries: number };
   /** The Semtech UDP packet forwarder door; `false` turns it off. */
-  gwmp: { host: string; port: number } | false;
+  gwmp: { host: string; port: number; maxDatagramBytes: number; maxGateways: number; gatewayExpirySeconds: number } | false;
   serial?: SerialModemConfig[];
 }
 
@@ -185,7 +185,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     adr: { installationMargin: 10, maxDataRate: 5 },
     subBand: 2,
     classC: { ackTimeoutS: 30, retries: 2 },
-    gwmp: { host: '0.0.0.0', port: 1700 },
+    gwmp: { host: '0.0.0.0', port: 1700, maxDatagramBytes: 32768, maxGateways: 1000, gatewayExpirySeconds: 3600 },
     serial: [],
   },
 };
@@ -302,7 +302,18 @@ export const CONFIG_SCHEMA = strict({
     subBand: { type: 'integer', minimum: 1, maximum: 8 },
     classC: strict({ ackTimeoutS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 }, retries: { type: 'integer', minimum: 0, maximum: 10 } }),
     gwmp: {
-      anyOf: [{ const: false }, strict({ host: { type: 'string', minLength: 1 }, port })],
+      anyOf: [
+        { const: false },
+        strict({
+          host: { type: 'string', minLength: 1 },
+          port,
+          // Below 1 KiB a PUSH_DATA with one full-size packet would not fit; 65 507 is UDP's own limit.
+          maxDatagramBytes: { type: 'integer', minimum: 1024, maximum: 65507 },
+          maxGateways: { type: 'integer', minimum: 1, maximum: 100000 },
+          // Forwarders send PULL_DATA every few seconds: under a minute a live gateway could be forgotten.
+          gatewayExpirySeconds: { type: 'integer', minimum: 60 },
+        }),
+      ],
     },
     serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
   }),

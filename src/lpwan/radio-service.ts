@@ -93,7 +93,16 @@ export class RadioService implements Door {
     this.sink = new LpwanCommandSink(this.sessions, deps.codecs, this.queue, store.commandedValues);
     const gwmp = config.radio.gwmp;
     if (gwmp) {
-      this.gwmp = new GwmpDoor({ port: gwmp.port, host: gwmp.host, clock, logger: deps.logger, metrics: deps.metrics });
+      this.gwmp = new GwmpDoor({
+        port: gwmp.port,
+        host: gwmp.host,
+        maxDatagramBytes: gwmp.maxDatagramBytes,
+        maxGateways: gwmp.maxGateways,
+        gatewayExpiryMs: gwmp.gatewayExpirySeconds * 1000,
+        clock,
+        logger: deps.logger,
+        metrics: deps.metrics,
+      });
       this.addSource(this.gwmp);
     }
   }

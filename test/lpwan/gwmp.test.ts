@@ -126,8 +126,57 @@ test('PULL_RESP goes to the PULL_DATA address with tmst + delay; TX_ACK errors r
     fwd.txAck = 'TOO_LATE';
     await assert.rejects(door.transmit({ ...tx, windows: [{ ...window, delayMs: 2000 }] }), /TOO_LATE/);
     const health = door.health();
-    assert.equal((health.detail!.gateways as Array<{ txErrors: number }>)[0]!.txErrors, 1);
+    assert.equal((health.detail!.gateways as { recent: Array<{ txErrors: number }> }).recent[0]!.txErrors, 1);
     fwd.close();
+  });
+});
+
+test('a TX_ACK counts only from the address the PULL_RESP went to: spoofed ones are ignored and counted', async () => {
+  await withDoor(async (door, frames, metrics) => {
+    const fwd = new ForwarderSimulator('0102030405060708');
+    const other = new ForwarderSimulator('1111111111111111');
+    await fwd.connect(door.port);
+    await other.connect(door.port);
+    await fwd.pull();
+    await other.pull();
+    await fwd.push([{ payload: V1, tmst: 1_000_000 }]);
+    await until(() => frames.length === 1);
+    const replyTo = frames[0]!.replyTo as GwmpReplyTo;
+    const rx1 = { name: 'rx1' as const, payload: hex('60f17dbe492005000a3fad619b89a57007'), frequency: 868_100_000, dataRate: 'SF7BW125', power: 14, delayMs: 1000 };
+    const rx2 = { ...rx1, name: 'rx2' as const, frequency: 869_525_000, dataRate: 'SF12BW125', delayMs: 2000 };
+    fwd.txAck = false; // the real forwarder answers by hand below
+    const txAck = (token: Buffer, eui: Buffer, error?: string) =>
+      Buffer.concat([Buffer.from([2, token[0]!, token[1]!, 0x05]), eui, error ? Buffer.from(JSON.stringify({ txpk_ack: { error } })) : Buffer.alloc(0)]);
+
+    // A forged TX_ACK error (another gateway's address, the right EUI and token) must not give up RX1.
+    const first = door.transmit({ windows: [rx1, rx2], invertIq: true, replyTo });
+    await fwd.waitFor((d) => d[3] === 0x03);
+    const token1 = fwd.pullResps()[0]!.token;
+    other.send(txAck(token1, fwd.eui, 'TOO_LATE'));
+    // The same token from the right host but another source port is forged too.
+    const sameHost = createSocket('udp4');
+    await new Promise<void>((r) => sameHost.bind(0, '127.0.0.1', () => r()));
+    sameHost.send(txAck(token1, fwd.eui, 'COLLISION_PACKET'), door.port, '127.0.0.1');
+    await until(() => /outpost_gwmp_tx_ack_spoofed_total 2/.test(metrics.render()));
+    fwd.send(txAck(token1, fwd.eui));
+    assert.equal((await first).window, 0, 'RX1 went out');
+
+    // A forged success must not mark a refused downlink as sent: the real TOO_LATE moves it to RX2.
+    const second = door.transmit({ windows: [rx1, rx2], invertIq: true, replyTo });
+    await fwd.waitFor((d) => d[3] === 0x03, 5000, fwd.received.length);
+    const token2 = fwd.pullResps()[1]!.token;
+    other.send(txAck(token2, other.eui));
+    await until(() => /outpost_gwmp_tx_ack_spoofed_total 3/.test(metrics.render()));
+    fwd.send(txAck(token2, fwd.eui, 'TOO_LATE'));
+    await until(() => fwd.pullResps().length === 3);
+    fwd.send(txAck(fwd.pullResps()[2]!.token, fwd.eui));
+    const result = await second;
+    assert.equal(result.window, 1, 'RX1 refused by the gateway, RX2 sent');
+    assert.match(result.problems[0]!, /TOO_LATE/);
+    assert.equal(fwd.pullResps()[2]!.txpk.freq, 869.525);
+    sameHost.close();
+    fwd.close();
+    other.close();
   });
 });
 

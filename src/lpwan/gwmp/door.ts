@@ -3,8 +3,10 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../core/time.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Counter, MetricsRegistry } from '../../ops/metrics.js';
+import type { GatewayState } from './gateways.js';
 import { transmitInOrder, type RadioCapabilities, type RadioFrame, type RadioSource, type RadioSourceHealth, type RadioTransmission, type TransmitResult, type TransmitWindow } from '../radio.js';
-import { ackFor, PacketType, parseDatagram, pullResp, readRxpk, type Datagram } from './protocol.js';
+import { ackFor, DEFAULT_MAX_DATAGRAM_BYTES, PacketType, parseDatagram, pullResp, type Datagram } from './protocol.js';
+import { GatewayTable } from './gateways.js';
 
 /** What the door keeps with a frame so a downlink can answer it through the same gateway. */
 export interface GwmpReplyTo {
@@ -13,21 +15,11 @@ export interface GwmpReplyTo {
   tmst: number | undefined;
 }
 
-interface GatewayState {
-  eui: string;
-  version: number;
-  /** Where PULL_RESP goes: the source of the most recent PULL_DATA (the forwarder's NAT hole). */
-  downlink: { address: string; port: number } | undefined;
-  lastPullAt: number | undefined;
-  lastSeenAt: number;
-  stat: Record<string, unknown> | undefined;
-  uplinks: number;
-  downlinks: number;
-  txErrors: number;
-}
-
 interface PendingTx {
   gatewayEui: string;
+  /** Where the PULL_RESP went: only a TX_ACK from this address answers it. */
+  address: string;
+  port: number;
   resolve: () => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
@@ -43,7 +35,16 @@ export interface GwmpDoorOptions {
   gatewayTimeoutMs?: number;
   /** How long to wait for a TX_ACK before taking a PULL_RESP as accepted (forwarders that send none). */
   txAckTimeoutMs?: number;
+  /** Datagrams longer than this are dropped before their JSON is read (`radio.gwmp.maxDatagramBytes`). */
+  maxDatagramBytes?: number;
+  /** Gateways kept at most (`radio.gwmp.maxGateways`). */
+  maxGateways?: number;
+  /** A gateway not heard for this long is forgotten (ms; `radio.gwmp.gatewayExpirySeconds`). */
+  gatewayExpiryMs?: number;
 }
+
+/** Gateways listed by name in /healthz (the most recently heard); the rest are counted only. */
+const GATEWAYS_LISTED = 20;
 
 /** Refusal of a transmission by the gateway (TX_ACK error) or by the door (no downlink path). */
 export class GwmpTransmitError extends Error {
@@ -66,12 +67,17 @@ export class GwmpDoor implements RadioSource {
   readonly name = 'gwmp';
   readonly capabilities: RadioCapabilities = { transmit: true, rx1: true, immediate: true };
   readonly #options: Required<Omit<GwmpDoorOptions, 'metrics' | 'host'>> & { host: string };
-  readonly #gateways = new Map<string, GatewayState>();
+  readonly #gateways: GatewayTable;
   readonly #pending = new Map<string, PendingTx>();
   readonly #listeners: Array<(frame: RadioFrame) => void> = [];
   readonly #datagrams: Counter | undefined;
   readonly #dropped: Counter | undefined;
   readonly #txResults: Counter | undefined;
+  readonly #evicted: Counter | undefined;
+  readonly #spoofedTxAcks: Counter | undefined;
+  /** Evictions not yet logged (logged at most once a minute: a flood must not flood the log too). */
+  #evictionsToLog = 0;
+  #evictionLogAt = 0;
   #socket: Socket | undefined;
   #port = 0;
   #framesReceived = 0;
@@ -86,12 +92,19 @@ export class GwmpDoor implements RadioSource {
       logger: options.logger,
       gatewayTimeoutMs: options.gatewayTimeoutMs ?? 60_000,
       txAckTimeoutMs: options.txAckTimeoutMs ?? 800,
+      maxDatagramBytes: options.maxDatagramBytes ?? DEFAULT_MAX_DATAGRAM_BYTES,
+      maxGateways: options.maxGateways ?? 1000,
+      gatewayExpiryMs: options.gatewayExpiryMs ?? 3_600_000,
     };
+    this.#gateways = new GatewayTable({ clock: options.clock, max: this.#options.maxGateways, expiryMs: this.#options.gatewayExpiryMs, onlineMs: this.#options.gatewayTimeoutMs });
     const m = options.metrics;
     this.#datagrams = m?.counter('outpost_gwmp_datagrams_total', 'Packet forwarder datagrams received, by type');
     this.#dropped = m?.counter('outpost_gwmp_dropped_total', 'Packet forwarder datagrams and packets dropped, by reason');
     this.#txResults = m?.counter('outpost_gwmp_tx_total', 'Downlinks handed to gateways, by TX_ACK result');
-    m?.gauge('outpost_gwmp_gateways', 'Gateways that sent a PULL_DATA recently (can take downlinks)', () => this.#onlineGateways().length);
+    this.#evicted = m?.counter('outpost_gwmp_gateways_evicted_total', 'Gateways forgotten to make room for a new one (radio.gwmp.maxGateways)');
+    this.#spoofedTxAcks = m?.counter('outpost_gwmp_tx_ack_spoofed_total', 'TX_ACKs ignored because they came from another address than the PULL_RESP went to');
+    m?.gauge('outpost_gwmp_gateways', 'Gateways that sent a PULL_DATA recently (can take downlinks)', () => this.#gateways.online());
+    m?.gauge('outpost_gwmp_gateways_known', 'Gateways the packet forwarder door keeps (at most radio.gwmp.maxGateways)', () => this.#gateways.size);
   }
 
   /** The bound UDP port (after start). */
@@ -105,7 +118,7 @@ export class GwmpDoor implements RadioSource {
 
   /** Gateways online: each may deliver a copy of one uplink. */
   receivers(): number {
-    return Math.max(1, this.#onlineGateways().length);
+    return Math.max(1, this.#gateways.online());
   }
 
   start(): Promise<void> {
@@ -150,20 +163,18 @@ export class GwmpDoor implements RadioSource {
   }
 
   #gateway(eui: string, version: number): GatewayState {
-    let g = this.#gateways.get(eui);
-    if (!g) {
-      g = { eui, version, downlink: undefined, lastPullAt: undefined, lastSeenAt: 0, stat: undefined, uplinks: 0, downlinks: 0, txErrors: 0 };
-      this.#gateways.set(eui, g);
-      this.#options.logger.info({ gateway: eui }, 'gwmp gateway seen for the first time');
-    }
-    g.version = version;
-    g.lastSeenAt = this.#options.clock.now();
-    return g;
-  }
-
-  #onlineGateways(): GatewayState[] {
-    const since = this.#options.clock.now() - this.#options.gatewayTimeoutMs;
-    return [...this.#gateways.values()].filter((g) => g.lastPullAt !== undefined && g.lastPullAt >= since);
+    const { gateway, isNew, evicted } = this.#gateways.heard(eui, version);
+    if (evicted) {
+      this.#evicted?.inc();
+      this.#evictionsToLog++;
+      const now = this.#options.clock.now();
+      if (now - this.#evictionLogAt >= 60_000) {
+        this.#options.logger.warn({ evicted: this.#evictionsToLog, max: this.#options.maxGateways }, 'gwmp gateway table full: least recently heard gateways forgotten (radio.gwmp.maxGateways)');
+        this.#evictionLogAt = now;
+        this.#evictionsToLog = 0;
+      }
+    } else if (isNew) this.#options.logger.info({ gateway: eui }, 'gwmp gateway seen for the first time');
+    return gateway;
   }
 
   #send(bytes: Buffer, address: string, port: number): void {
@@ -171,7 +182,7 @@ export class GwmpDoor implements RadioSource {
   }
 
   #onDatagram(msg: Buffer, rinfo: RemoteInfo): void {
-    const parsed = parseDatagram(msg);
+    const parsed = parseDatagram(msg, this.#options.maxDatagramBytes);
     if (!parsed.ok) {
       this.#drop(parsed.reason);
       this.#options.logger.debug({ reason: parsed.reason, from: `${rinfo.address}:${rinfo.port}`, bytes: msg.length }, 'gwmp datagram dropped');
@@ -187,13 +198,11 @@ export class GwmpDoor implements RadioSource {
         return;
       case 'pull-data': {
         this.#send(ackFor(d.version, d.token, PacketType.PullAck), rinfo.address, rinfo.port);
-        const g = this.#gateway(d.gatewayEui, d.version);
-        g.downlink = { address: rinfo.address, port: rinfo.port };
-        g.lastPullAt = this.#options.clock.now();
+        this.#gateways.pulled(this.#gateway(d.gatewayEui, d.version), rinfo.address, rinfo.port);
         return;
       }
       case 'tx-ack':
-        this.#onTxAck(d);
+        this.#onTxAck(d, rinfo);
         return;
     }
   }
@@ -202,8 +211,8 @@ export class GwmpDoor implements RadioSource {
     const gateway = this.#gateway(d.gatewayEui, d.version);
     if (d.body.stat) gateway.stat = d.body.stat;
     const receivedAt = this.#options.clock.now();
-    for (const rxpk of d.body.rxpk) {
-      const reading = readRxpk(rxpk);
+    if (d.body.packetsOverLimit > 0) this.#dropped?.inc({ reason: 'too-many-packets' }, d.body.packetsOverLimit);
+    for (const reading of d.body.packets) {
       if (!reading.ok) {
         this.#drop(reading.reason);
         continue;
@@ -226,12 +235,19 @@ export class GwmpDoor implements RadioSource {
     }
   }
 
-  #onTxAck(d: Extract<Datagram, { type: 'tx-ack' }>): void {
-    this.#gateway(d.gatewayEui, d.version);
+  #onTxAck(d: Extract<Datagram, { type: 'tx-ack' }>, from: RemoteInfo): void {
+    // A TX_ACK does not make a gateway known: it only answers a PULL_RESP this door sent.
     const key = d.token.toString('hex');
     const pending = this.#pending.get(key);
     if (!pending) {
       this.#drop('unexpected-tx-ack');
+      return;
+    }
+    // Anyone can send a datagram with a guessed token (16 bits) and any EUI: only the address the
+    // PULL_RESP went to answers it. A forged one is ignored and the real TX_ACK (or the timeout) still settles it.
+    if (from.address !== pending.address || from.port !== pending.port) {
+      this.#spoofedTxAcks?.inc();
+      this.#options.logger.debug({ from: `${from.address}:${from.port}`, expected: `${pending.address}:${pending.port}`, gateway: pending.gatewayEui }, 'gwmp TX_ACK from another address ignored');
       return;
     }
     this.#pending.delete(key);
@@ -261,8 +277,7 @@ export class GwmpDoor implements RadioSource {
     if (!replyTo || !gateway) return Promise.reject(new GwmpTransmitError('NO_GATEWAY', 'the uplink did not come through a known gateway'));
     // Class C: sent at once (`imme`), no timestamp needed.
     if (w.delayMs !== undefined && replyTo.tmst === undefined) return Promise.reject(new GwmpTransmitError('NO_TMST', `gateway ${gateway.eui} sent no tmst with the uplink: a Class A downlink cannot be timed`));
-    const since = this.#options.clock.now() - this.#options.gatewayTimeoutMs;
-    if (!gateway.downlink || gateway.lastPullAt === undefined || gateway.lastPullAt < since) {
+    if (!gateway.downlink || !this.#gateways.isOnline(gateway)) {
       return Promise.reject(new GwmpTransmitError('GATEWAY_OFFLINE', `gateway ${gateway.eui} has sent no PULL_DATA recently: no downlink path`));
     }
     const token = randomBytes(2);
@@ -298,32 +313,20 @@ export class GwmpDoor implements RadioSource {
         gateway.version === 1 ? 200 : this.#options.txAckTimeoutMs,
       );
       timer.unref();
-      this.#pending.set(key, { gatewayEui: gateway.eui, resolve, reject, timer });
+      this.#pending.set(key, { gatewayEui: gateway.eui, address, port, resolve, reject, timer });
       this.#send(pullResp(gateway.version, token, txpk), address, port);
     });
   }
 
   health(): RadioSourceHealth {
-    const now = this.#options.clock.now();
     return {
       source: 'gwmp',
       up: this.#socket !== undefined,
       framesReceived: this.#framesReceived,
       framesSent: this.#framesSent,
       errors: this.#errors,
-      detail: {
-        port: this.#port,
-        gateways: [...this.#gateways.values()].map((g) => ({
-          eui: g.eui,
-          online: g.lastPullAt !== undefined && g.lastPullAt >= now - this.#options.gatewayTimeoutMs,
-          lastSeen: new Date(g.lastSeenAt).toISOString(),
-          protocolVersion: g.version,
-          uplinks: g.uplinks,
-          downlinks: g.downlinks,
-          txErrors: g.txErrors,
-          ...(g.stat ? { stat: g.stat } : {}),
-        })),
-      },
+      // Counts and the few most recently heard gateways, never every gateway: anyone can make up EUIs.
+      detail: { port: this.#port, gateways: this.#gateways.summary(GATEWAYS_LISTED) },
     };
   }
 }
