@@ -247,11 +247,11 @@ export const DATA_UPLINK_STEPS: readonly Step<DataUplinkContext>[] = [
   switchSession,
   acceptCounter,
   decrypt,
+  publishUplinkEvent,
   settleAcknowledgement,
   answerMacCommands,
   adaptDataRate,
   decideAnswer,
-  publishUplinkEvent,
   storeAndAnswer,
 ];
 
