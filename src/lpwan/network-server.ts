@@ -32,7 +32,8 @@ export interface NetworkServerDeps {
   queue: DownlinkQueue;
   catalog: Catalog;
   pipeline: StatePipeline;
-  events: DeviceEvents;
+  /** Where the steps publish device events (the radio service limits refusals on the way: ./refusal-events.ts). */
+  events: Pick<DeviceEvents, 'publish'>;
   clock: Clock;
   logger: Logger;
   metrics: MetricsRegistry;

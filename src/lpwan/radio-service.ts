@@ -17,6 +17,7 @@ import { NetworkServer } from './network-server.js';
 import { LpwanCommandSink } from './command-sink.js';
 import { LorawanProvisioning } from './provisioning.js';
 import { GwmpDoor } from './gwmp/door.js';
+import { RefusalLimitedEvents } from './refusal-events.js';
 import type { Door } from '../doors/door.js';
 import { bindError } from '../doors/bind-errors.js';
 
@@ -49,10 +50,13 @@ export class RadioService implements Door {
   readonly #sources: RadioSource[] = [];
   readonly #deps: RadioServiceDeps;
   readonly #queueStore: DownlinkQueueStore;
+  /** Device events of the network server, refusals limited per device (forged frames must not flood them). */
+  readonly #refusalEvents: RefusalLimitedEvents;
   #pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: RadioServiceDeps) {
     this.#deps = deps;
+    this.#refusalEvents = new RefusalLimitedEvents({ events: deps.events, clock: deps.clock, metrics: deps.metrics, perSecond: deps.config.mqtt.errorsPerSecond, burst: deps.config.mqtt.errorsBurst });
     const { config, store, clock } = deps;
     const devices = store.lorawanDevices;
     this.#queueStore = store.downlinks;
@@ -72,7 +76,7 @@ export class RadioService implements Door {
       queue: this.queue,
       catalog: deps.catalog,
       pipeline: deps.pipeline,
-      events: deps.events,
+      events: this.#refusalEvents,
       clock,
       logger: deps.logger,
       metrics: deps.metrics,
@@ -138,7 +142,10 @@ export class RadioService implements Door {
         throw (source === this.gwmp && gwmp ? bindError(err, { host: 'radio.gwmp.host', port: 'radio.gwmp.port' }, gwmp.host, gwmp.port) : undefined) ?? err;
       }
     }
-    this.#pruneTimer = setInterval(() => this.#queueStore.pruneFinished(50), 60_000).unref();
+    this.#pruneTimer = setInterval(() => {
+      this.#queueStore.pruneFinished(50);
+      this.#refusalEvents.sweep();
+    }, 60_000).unref();
     return this.gwmp ? { gwmp: this.gwmp.port } : {};
   }
 

@@ -39,7 +39,7 @@ export interface ServerParts {
   queue: DownlinkQueue;
   catalog: Catalog;
   pipeline: StatePipeline;
-  events: DeviceEvents;
+  events: Pick<DeviceEvents, 'publish'>;
   clock: Clock;
   logger: Logger;
   region: Region;
