@@ -31,6 +31,24 @@ function describeDelivery(delivered) {
   return parts.join('; ');
 }
 
+/**
+ * Whether any way down took the command: an MQTT subscriber got it, the radio queued it, a
+ * gateway link sent or kept it. A command that reached nobody was recorded, but no device has it.
+ */
+function reachedSomeone(delivered) {
+  return Object.entries(delivered ?? {}).some(([sink, outcome]) => (typeof outcome === 'number' ? outcome > 0 : sink === 'lpwan' ? outcome !== 'none' : Boolean(outcome)));
+}
+
+/** The answer of a command as one line: green only when something took it; the codec's warnings follow. */
+export function describeAnswer(answer) {
+  const at = new Date(answer.at).toLocaleTimeString();
+  const warnings = Array.isArray(answer.warnings) && answer.warnings.length > 0 ? ` Warnings: ${answer.warnings.join('; ')}` : '';
+  if (!reachedSomeone(answer.delivered)) {
+    return { text: `Not delivered (recorded at ${at}): ${describeDelivery(answer.delivered)}; the device is not connected to receive it.${warnings}`, kind: 'warn' };
+  }
+  return { text: `Sent at ${at}: ${describeDelivery(answer.delivered)}.${warnings}`, kind: warnings ? 'warn' : 'ok' };
+}
+
 export function commandForm(device, asset) {
   const { el, read, isSwitch } = controlFor(asset.profile);
   const status = h('p', { class: 'message', role: 'status' });
@@ -48,7 +66,8 @@ export function commandForm(device, asset) {
     }
     try {
       const answer = await api('PUT', `/device/${encodeURIComponent(device.id)}/asset/${encodeURIComponent(asset.name)}/command`, { value });
-      message(status, `Sent at ${new Date(answer.at).toLocaleTimeString()}: ${describeDelivery(answer.delivered)}`, 'ok');
+      const { text, kind } = describeAnswer(answer);
+      message(status, text, kind);
     } catch (err) {
       message(status, `${err.code}: ${err.message}`);
     }

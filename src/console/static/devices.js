@@ -69,7 +69,7 @@ function linkBadge(link) {
     const signal = link.rssi !== undefined ? ` ${link.rssi} dBm, SNR ${link.snr} dB` : link.at ? '' : ' (no uplink yet)';
     return h('span', { class: 'badge', title: link.at ? `last uplink ${link.at}` : '' }, `LoRa${signal}`);
   }
-  if (link.type === 'gateway') return h('span', { class: 'badge' }, `behind gateway ${link.gatewayId}`);
+  if (link.type === 'gateway') return h('span', { class: 'badge', title: `gateway ID ${link.gatewayId}` }, `behind gateway ${link.gatewayName ?? link.gatewayId}`);
   return h('span', { class: 'badge' }, link.type);
 }
 
@@ -91,14 +91,18 @@ export async function devicePage(container, [deviceId], { can }) {
   const liveStatus = h('span', { class: 'muted', role: 'status' }, 'Live: connecting…');
   container.append(
     h('h1', {}, device.title || device.name),
-    h('dl', { class: 'kv card' }, h('dt', {}, 'ID'), h('dd', { class: 'mono' }, device.id), h('dt', {}, 'Name'), h('dd', {}, device.name), h('dt', {}, 'Description'), h('dd', {}, device.description ?? '—'), h('dt', {}, 'Created'), h('dd', {}, formatTime(device.createdOn))),
+    h('dl', { class: 'kv card' }, h('dt', {}, 'ID'), h('dd', { class: 'mono' }, device.id), h('dt', {}, 'Name'), h('dd', {}, device.name), h('dt', {}, 'Description'), h('dd', {}, device.description ?? '—'), h('dt', {}, 'Created'), h('dd', {}, formatTime(device.createdOn)), h('dt', {}, 'Link'), h('dd', {}, linkBadge(device.link))),
     liveStatus,
     h('h2', {}, 'Assets'),
     table(['Name', 'Kind', 'Profile', 'Latest value', 'At'], assetRows, { label: 'Assets' }),
   );
 
-  const lorawan = await get(`${base}/lorawan`).catch(() => null);
-  if (lorawan) container.append(h('h2', {}, 'LoRaWAN'), loraSummary(lorawan));
+  // Only a device with LoRaWAN settings has any (an IP device's page must not ask and get a 404);
+  // reading them needs the admin scope.
+  if (device.link?.type === 'lorawan' && can('admin')) {
+    const lorawan = await get(`${base}/lorawan`).catch(() => null);
+    if (lorawan) container.append(h('h2', {}, 'LoRaWAN'), loraSummary(lorawan));
+  }
 
   const actuators = device.assets.filter((a) => a.is === 'actuator');
   if (can('command') && actuators.length > 0) {

@@ -43,16 +43,22 @@ export async function gatewayPage(container) {
     ]),
   );
   if (health.store) container.append(h('h2', {}, 'Storage'), kv(Object.entries(health.store).map(([k, v]) => [k, formatValue(v)])));
+  const central = health.role === 'central';
+  const self = central ? 'this central' : 'this gateway';
   const radio = health.radio;
   container.append(h('h2', {}, 'Radio'));
-  if (radio && Array.isArray(radio.sources) && radio.sources.length > 0) {
-    container.append(table(['Source', 'Up', 'Frames received', 'Frames sent', 'Errors'], radio.sources.map((s) => h('tr', {}, h('td', {}, s.source), h('td', {}, s.up ? 'yes' : 'no'), h('td', {}, String(s.framesReceived)), h('td', {}, String(s.framesSent)), h('td', {}, String(s.errors)))), { label: 'Radio sources' }));
+  const sources = radio && Array.isArray(radio.sources) ? radio.sources : [];
+  if (radio && typeof radio.devices === 'number') container.append(h('p', {}, `${radio.devices} LoRaWAN device${radio.devices === 1 ? '' : 's'} on ${self}'s own radio.`));
+  if (sources.length > 0) {
+    container.append(table(['Source', 'Up', 'Frames received', 'Frames sent', 'Errors'], sources.map((s) => h('tr', {}, h('td', {}, s.source), h('td', {}, s.up ? 'yes' : 'no'), h('td', {}, String(s.framesReceived)), h('td', {}, String(s.framesSent)), h('td', {}, String(s.errors)))), { label: 'Radio sources' }));
   } else {
-    container.append(h('p', { class: 'muted' }, radio ? formatValue(radio) : 'No radio source is reported by this gateway.'));
+    container.append(h('p', { class: 'muted' }, central ? 'No radio source on this central: its devices reach it through their gateways (below).' : 'No radio source is configured on this gateway.'));
   }
   container.append(h('h2', {}, 'Upstream link'));
   const up = health.upstream;
-  if (up && up.link !== 'off') {
+  if (central && !(up && up.link !== 'off')) {
+    container.append(h('p', { class: 'muted' }, 'This central is where gateways send their data: it has no upstream of its own.'));
+  } else if (up && up.link !== 'off') {
     container.append(kv([
       ['Link', h('span', { class: `badge ${up.link === 'up' ? 'ok' : 'bad'}` }, up.link)],
       ['Outbox depth', String(up.depth ?? up.outbox?.depth ?? '—')],

@@ -14,7 +14,10 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId',
       methods: {
-        GET: (ctx) => ({ status: 200, body: deviceWithAssetsView(readableDevice(deps, ctx), store) }),
+        GET: (ctx) => {
+          const device = readableDevice(deps, ctx);
+          return { status: 200, body: { ...deviceWithAssetsView(device, store), link: deviceLinks(deps).of(device) } };
+        },
         PUT: async (ctx) => {
           requireAdmin(ctx);
           return { status: 200, body: deviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store) };
@@ -43,10 +46,25 @@ function listDevices(deps: ApiDeps, ctx: RequestContext) {
   if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
   const store = deps.store;
   const lastSeen = store.devices.lastStateAtByDevice();
-  const radioLinks = deps.lorawan?.links() ?? new Map();
-  // How each device reaches this instance: by radio, through a gateway (central role), or over IP.
-  const link = (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId } : { type: 'ip' });
-  return { status: 200, body: store.devices.list().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: link(d) })) };
+  const links = deviceLinks(deps);
+  return { status: 200, body: store.devices.list().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: links.of(d) })) };
+}
+
+/**
+ * How each device reaches this instance (docs/api.md, "Paths"): by radio (`lorawan`, with its last
+ * uplink's signal), through a gateway (central role: `gateway`, with the gateway's name so a
+ * reader need not be allowed to list gateways), or over IP. Read once per request.
+ */
+function deviceLinks(deps: ApiDeps) {
+  const radioLinks = deps.lorawan?.links() ?? new Map<string, unknown>();
+  const gatewayNames = new Map<string, string>();
+  const gatewayName = (id: string) => {
+    if (!gatewayNames.has(id)) gatewayNames.set(id, deps.store.gateways.get(id)?.name ?? id);
+    return gatewayNames.get(id)!;
+  };
+  return {
+    of: (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId, gatewayName: gatewayName(d.gatewayId) } : { type: 'ip' }),
+  };
 }
 
 async function createDevice(deps: ApiDeps, ctx: RequestContext) {
