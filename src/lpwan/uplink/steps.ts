@@ -1,6 +1,6 @@
 /**
- * An uplink is handled as a flat list of named steps on one context (docs/architecture.md, "Network
- * server"): each step reads and writes the context, and returns `STOP` to end the list quietly (the
+ * An uplink is handled as a flat list of named steps on one context (docs/lpwan.md, "How an uplink
+ * is handled"): each step reads and writes the context, and returns `STOP` to end the list quietly (the
  * frame was refused, counted and reported by the step itself). Steps are synchronous: the one
  * asynchronous piece (storing and answering) is started by the last step and tracked by the server.
  */
