@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,redecode,ops,lpwan picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { benchRedecode } from './redecode.js';
@@ -8,7 +8,7 @@ import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,redecode,ops,lpwan').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -49,6 +49,12 @@ if (only.has('sync')) {
   const rows = await benchSync();
   printTable('Upstream sync: outbox drain to mosquitto on loopback, live ingest while draining', rows);
   console.log(`written: ${saveResults('sync', rows)}`);
+}
+if (only.has('fleet')) {
+  const { benchFleet } = await import('./fleet.js');
+  const rows = await benchFleet();
+  printTable('Fleet: managed devices from the central to a gateway (compiled central and gateway on loopback)', rows);
+  console.log(`written: ${saveResults('fleet', rows)}`);
 }
 if (only.has('ops')) {
   const { benchOps } = await import('./ops.js');

@@ -39,7 +39,7 @@ export function parseScopes(raw: unknown): Scope[] {
 type RegistryEvents = { tokenRevoked: [tokenId: string]; deviceDeleted: [deviceId: string]; assetDeleted: [AssetRecord]; deviceChanged: [deviceId: string] };
 
 /** The aggregates the registry changes. */
-export type RegistryStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'gateways' | 'fleet' | 'managedHere'>;
+export type RegistryStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'gateways' | 'fleet' | 'managedHere' | 'transaction'>;
 
 /**
  * Devices, assets and tokens: the rules for creating and changing them, shared by the HTTP API
@@ -97,17 +97,21 @@ export class Registry extends EventEmitter<RegistryEvents> {
         throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${String(gateway)} not found`);
       }
     }
-    const created = this.#store.devices.create(
-      {
-        name,
-        title: optionalText(b, 'title'),
-        description: optionalText(b, 'description'),
-        id: (id as string | null | undefined) ?? undefined,
-        gatewayId: (gateway as string | null | undefined) ?? null,
-      },
-      this.#clock.now(),
-    );
-    if (gateway && options.managed !== false) this.#store.fleet.assign(created.device.id, gateway as string);
+    // One transaction (one commit) for the device and, when it is managed, its fleet row.
+    const created = this.#store.transaction(() => {
+      const device = this.#store.devices.create(
+        {
+          name,
+          title: optionalText(b, 'title'),
+          description: optionalText(b, 'description'),
+          id: (id as string | null | undefined) ?? undefined,
+          gatewayId: (gateway as string | null | undefined) ?? null,
+        },
+        this.#clock.now(),
+      );
+      if (gateway && options.managed !== false) this.#store.fleet.assign(device.device.id, gateway as string);
+      return device;
+    });
     this.#catalog.invalidate();
     this.emit('deviceChanged', created.device.id);
     return created;

@@ -85,36 +85,66 @@ export class FleetConfig {
       }
     }
     const before = store.fleet.live(deviceId)?.gatewayId ?? null;
-    store.fleet.assign(deviceId, gatewayId);
-    this.refresh(deviceId);
+    // The CLI calls this in its own short-lived process: the definition is computed at once, not later.
+    store.transaction(() => {
+      store.fleet.assign(deviceId, gatewayId);
+      this.#refreshNow(deviceId);
+    });
+    if (gatewayId !== null) this.#offerLater(gatewayId);
     if (before !== null && before !== gatewayId) this.#offerLater(before);
   }
 
-  /** After any change to a device (or to all, after another process wrote): a new revision if its definition changed. */
+  /**
+   * After any change to a device: a new revision if its definition changed. Changes made in one turn
+   * of the event loop are looked at together, in one transaction (one commit, not one per device).
+   */
   refresh(deviceId: string): void {
+    this.#changed.add(deviceId);
+    if (this.#changed.size === 1) setImmediate(() => this.#refreshChanged());
+  }
+
+  readonly #changed = new Set<string>();
+
+  #refreshChanged(): void {
+    const ids = [...this.#changed];
+    this.#changed.clear();
+    const gateways = new Set<string>();
+    try {
+      this.#deps.store.transaction(() => {
+        for (const id of ids) {
+          const gatewayId = this.#refreshNow(id);
+          if (gatewayId) gateways.add(gatewayId);
+        }
+      });
+    } catch (err) {
+      this.#deps.logger.error({ err, devices: ids.length }, 'fleet: definitions not refreshed');
+    }
+    for (const id of gateways) this.#offerLater(id);
+  }
+
+  /** Returns the gateway that has something new to get, if any. */
+  #refreshNow(deviceId: string): string | undefined {
     const { store } = this.#deps;
     const row = store.fleet.live(deviceId);
-    if (!row) return;
+    if (!row) return undefined;
     const definition = this.definition(deviceId);
     if (!definition) {
       store.fleet.tombstone(row.gatewayId, deviceId);
-      this.#offerLater(row.gatewayId);
-      return;
+      return row.gatewayId;
     }
-    if (store.fleet.setContent(row.gatewayId, deviceId, managedDeviceContent(definition)) !== undefined) this.#offerLater(row.gatewayId);
+    return store.fleet.setContent(row.gatewayId, deviceId, managedDeviceContent(definition)) !== undefined ? row.gatewayId : undefined;
   }
 
+  /** Every managed device (after another process wrote, and at start), then every gateway is offered what it lacks. */
   refreshAll(): void {
-    const gateways = new Set<string>();
-    for (const deviceId of this.#deps.store.fleet.liveDeviceIds()) {
-      try {
-        this.refresh(deviceId);
-      } catch (err) {
-        this.#deps.logger.error({ err, deviceId }, 'fleet: definition not refreshed');
-      }
+    try {
+      this.#deps.store.transaction(() => {
+        for (const deviceId of this.#deps.store.fleet.liveDeviceIds()) this.#refreshNow(deviceId);
+      });
+    } catch (err) {
+      this.#deps.logger.error({ err }, 'fleet: definitions not refreshed');
     }
-    for (const g of this.#deps.store.gateways.list()) gateways.add(g.id);
-    for (const id of gateways) this.#offerLater(id);
+    for (const g of this.#deps.store.gateways.list()) this.#offerLater(g.id);
   }
 
   /** The gateway's session opened: nothing counts as sent on it yet. */
