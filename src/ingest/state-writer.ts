@@ -1,5 +1,6 @@
 import type { Store } from '../store/store.js';
 import type { StoredState } from '../store/states.js';
+import { isServiceError } from '../core/errors.js';
 
 /**
  * Work that must commit atomically with a write's states (the raw uplink they came from, a radio
@@ -10,20 +11,34 @@ export type AlongsideWrite = () => void;
 
 /**
  * Work that goes with every batch rather than with one write (the upstream outbox: a row per state).
- * `withinTransaction` runs in the batch's transaction after its states are inserted and may throw a
- * ServiceError to refuse the whole batch (a full outbox under `reject-new`); `afterCommit` and
- * `afterFailure` let it keep in-memory totals true to what committed.
+ * `withinTransaction` runs in the batch's transaction after its states are inserted, possibly
+ * several times in one transaction (once per write, when the writer retries a batch write by
+ * write), and may throw a ServiceError to refuse the states it was given (a full outbox under
+ * `reject-new`): the writer then refuses only the writes those states came with. `afterCommit`
+ * and `afterFailure` let it keep in-memory totals true to what committed.
  */
 export interface BatchHook {
   withinTransaction(states: readonly StoredState[]): void;
   afterCommit?(): void;
-  afterFailure?(err: unknown): void;
+  /**
+   * The transaction was rolled back: forget what `withinTransaction` added since the last commit.
+   * `retried`: the writer runs the same writes again, one at a time, so a refusal is not final yet.
+   */
+  afterFailure?(err: unknown, retried: boolean): void;
+}
+
+/** One caller's states and the work that commits with them: stored, or refused, together. */
+interface Write {
+  states: StoredState[];
+  alongside: AlongsideWrite | undefined;
+  resolve: () => void;
+  reject: (err: unknown) => void;
 }
 
 interface PendingBatch {
+  /** Every write's states in order, for the one-transaction path. */
   states: StoredState[];
-  alongside: AlongsideWrite[];
-  waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
+  writes: Write[];
 }
 
 /**
@@ -31,6 +46,11 @@ interface PendingBatch {
  * transaction, and each writer's promise settles only after that commit. HTTP replies and MQTT
  * PUBACKs wait on it, so an acknowledged state is on disk, at the cost of one commit per batch
  * instead of one per message.
+ *
+ * A batch hook may refuse states (a full outbox under `reject-new`). Refusing the whole batch
+ * would refuse every device's states for the few that did not fit, so then the batch runs again
+ * in one transaction with a savepoint per write: a refused write rolls back alone and its caller
+ * gets the refusal, the others commit. Only the rare refused batch pays for the savepoints.
  */
 export class StateWriter {
   readonly #store: Pick<Store, 'states' | 'transaction' | 'health'>;
@@ -54,12 +74,11 @@ export class StateWriter {
     return new Promise((resolve, reject) => {
       let batch = this.#pending;
       if (!batch) {
-        batch = this.#pending = { states: [], alongside: [], waiters: [] };
+        batch = this.#pending = { states: [], writes: [] };
         setImmediate(() => this.flush());
       }
       for (const s of states) batch.states.push(s);
-      if (alongside) batch.alongside.push(alongside);
-      batch.waiters.push({ resolve, reject });
+      batch.writes.push({ states, alongside, resolve, reject });
       if (batch.states.length >= this.#maxBatch) this.flush();
     });
   }
@@ -72,23 +91,72 @@ export class StateWriter {
     const started = process.hrtime.bigint();
     const hooks = this.#hooks;
     try {
-      if (batch.alongside.length === 0 && hooks.length === 0) this.#store.states.write(batch.states);
+      if (hooks.length === 0 && batch.writes.every((w) => w.alongside === undefined)) this.#store.states.write(batch.states);
       else {
         this.#store.transaction(() => {
-          for (const work of batch.alongside) work();
+          for (const w of batch.writes) w.alongside?.();
           this.#store.states.write(batch.states);
           for (const hook of hooks) hook.withinTransaction(batch.states);
         });
       }
     } catch (err) {
-      for (const hook of hooks) hook.afterFailure?.(err);
-      const refusal = this.#store.health.observe(err) ?? err;
-      for (const w of batch.waiters) w.reject(refusal);
+      if (isServiceError(err) && batch.writes.length > 1) {
+        for (const hook of hooks) hook.afterFailure?.(err, true);
+        this.#flushOneByOne(batch, started);
+        return;
+      }
+      this.#failed(batch.writes, err);
       return;
     }
+    this.#committed(batch.states.length, started);
+    for (const w of batch.writes) w.resolve();
+  }
+
+  /** The batch again, in one transaction with a savepoint per write: a refused write rolls back alone. */
+  #flushOneByOne(batch: PendingBatch, started: bigint): void {
+    const hooks = this.#hooks;
+    // Set again by this run: a state that duplicated one of a write now refused is new after all.
+    for (const s of batch.states) s.duplicate = undefined;
+    const refused = new Map<Write, unknown>();
+    try {
+      this.#store.transaction(() => {
+        for (const w of batch.writes) {
+          try {
+            // Nested: a savepoint of the batch's transaction.
+            this.#store.transaction(() => {
+              w.alongside?.();
+              this.#store.states.write(w.states);
+              for (const hook of hooks) hook.withinTransaction(w.states);
+            });
+          } catch (err) {
+            // Anything but a refusal (a full disk, a bug) fails the batch as before.
+            if (!isServiceError(err)) throw err;
+            refused.set(w, err);
+          }
+        }
+      });
+    } catch (err) {
+      this.#failed(batch.writes, err);
+      return;
+    }
+    let count = 0;
+    for (const w of batch.writes) if (!refused.has(w)) count += w.states.length;
+    this.#committed(count, started);
+    for (const w of batch.writes) {
+      if (refused.has(w)) w.reject(refused.get(w));
+      else w.resolve();
+    }
+  }
+
+  #committed(count: number, started: bigint): void {
     this.#store.health.writeSucceeded();
-    for (const hook of hooks) hook.afterCommit?.();
-    this.#onCommit?.(batch.states.length, Number(process.hrtime.bigint() - started) / 1000);
-    for (const w of batch.waiters) w.resolve();
+    for (const hook of this.#hooks) hook.afterCommit?.();
+    this.#onCommit?.(count, Number(process.hrtime.bigint() - started) / 1000);
+  }
+
+  #failed(writes: readonly Write[], err: unknown): void {
+    for (const hook of this.#hooks) hook.afterFailure?.(err, false);
+    const refusal = this.#store.health.observe(err) ?? err;
+    for (const w of writes) w.reject(refusal);
   }
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { UpstreamConfig } from '../core/config.js';
-import { ServiceError, isServiceError } from '../core/errors.js';
+import { ServiceError } from '../core/errors.js';
 import type { Clock } from '../core/time.js';
 import type { Catalog } from '../store/catalog.js';
 import type { Store } from '../store/store.js';
@@ -59,8 +59,11 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   #link: 'up' | 'down' | 'off' = 'down';
   /** The catalog message last queued per device, so an unchanged device is not queued again. */
   readonly #announced = new Map<string, string>();
-  /** What the open batch transaction added; applied on commit, forgotten on rollback. */
-  #pending: { depth: number; bytes: number; dropped: number; devices: Set<string>; announced: Map<string, string> } | null = null;
+  /**
+   * What the open batch transaction added (over one or several withinTransaction calls), and the
+   * states refused in it; applied on commit, forgotten on rollback.
+   */
+  #pending: { depth: number; bytes: number; dropped: number; rejected: number; devices: Set<string>; announced: Map<string, string> } | null = null;
 
   constructor(deps: OutboxDeps) {
     super();
@@ -94,37 +97,50 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
 
   // ---- the batch hook: rows commit with their states
 
+  /**
+   * Queues a row per synced state. Called once per batch, or once per write when the StateWriter
+   * retries a refused batch write by write: under `reject-new` it then refuses only the writes
+   * that do not fit, and the other devices' states of the batch are stored (docs/sync.md).
+   */
   withinTransaction(states: readonly StoredState[]): void {
     const now = this.#clock.now();
-    const pending = (this.#pending = { depth: 0, bytes: 0, dropped: 0, devices: new Set<string>(), announced: new Map<string, string>() });
+    const pending = (this.#pending ??= { depth: 0, bytes: 0, dropped: 0, rejected: 0, devices: new Set<string>(), announced: new Map<string, string>() });
     const rows: OutboxRowInput[] = [];
+    // Catalogs and devices of these states only: merged into `pending` once they are queued.
+    const announced = new Map<string, string>();
+    const devices = new Set<string>();
     let stateRows = 0;
     for (const s of states) {
       if (s.duplicate) continue;
       const asset = this.#catalog.assetById(s.assetId);
       if (!asset || !this.syncs(asset.deviceId)) continue;
-      if (this.#gatewayId !== null && !this.#announced.has(asset.deviceId) && !pending.announced.has(asset.deviceId)) {
+      if (this.#gatewayId !== null && !this.#announced.has(asset.deviceId) && !pending.announced.has(asset.deviceId) && !announced.has(asset.deviceId)) {
         const catalog = this.#catalogRow(asset.deviceId, now);
         if (catalog) {
           rows.push(catalog.row);
-          pending.announced.set(asset.deviceId, catalog.text);
+          announced.set(asset.deviceId, catalog.text);
         }
       }
       const topic = this.#stateTopic(asset.deviceId, asset.name);
       rows.push({ deviceId: asset.deviceId, kind: 'state', topic, payload: Buffer.from(feedText(s.valueJson, s.at)), createdAt: now });
-      pending.devices.add(asset.deviceId);
+      devices.add(asset.deviceId);
       stateRows++;
     }
     if (rows.length === 0) return;
     let bytes = 0;
     for (const r of rows) bytes += OutboxStore.rowBytes(r.topic, r.payload);
-    const over = this.#bytes + bytes - this.#config.maxBytes;
+    // Rows queued earlier in this transaction count too (the batch's other writes).
+    const queued = this.#bytes + pending.bytes;
+    const over = queued + bytes - this.#config.maxBytes;
     if (over > 0 && this.#config.whenFull === 'reject-new') {
-      throw new ServiceError('OUTBOX_FULL', `the upstream outbox is full (${this.#bytes} of ${this.#config.maxBytes} bytes); the state was not stored, retry later`, {
+      pending.rejected += stateRows;
+      throw new ServiceError('OUTBOX_FULL', `the upstream outbox is full (${queued} of ${this.#config.maxBytes} bytes); the state was not stored, retry later`, {
         retryAfter: 30,
         details: { rejectedStates: stateRows },
       });
     }
+    for (const [id, text] of announced) pending.announced.set(id, text);
+    for (const id of devices) pending.devices.add(id);
     this.rows.insert(rows);
     pending.depth += rows.length;
     pending.bytes += bytes;
@@ -139,17 +155,21 @@ export class Outbox extends EventEmitter<OutboxEvents> implements BatchHook {
   afterCommit(): void {
     const pending = this.#pending;
     this.#pending = null;
-    if (!pending || pending.depth === 0 && pending.dropped === 0) return;
+    if (!pending || (pending.depth === 0 && pending.dropped === 0 && pending.rejected === 0)) return;
     this.#depth += pending.depth;
     this.#bytes += pending.bytes;
     this.#unflushed.dropped += pending.dropped;
+    // Writes refused one by one while the rest of their batch committed.
+    this.#unflushed.rejected += pending.rejected;
     for (const [id, text] of pending.announced) this.#announced.set(id, text);
     if (pending.devices.size > 0) this.emit('rows', pending.devices);
   }
 
-  afterFailure(err: unknown): void {
+  afterFailure(_err: unknown, retried: boolean): void {
+    const pending = this.#pending;
     this.#pending = null;
-    if (isServiceError(err) && err.code === 'OUTBOX_FULL') this.#unflushed.rejected += (err.details?.rejectedStates as number) ?? 1;
+    // A batch retried write by write counts its refusals when that run commits.
+    if (!retried && pending) this.#unflushed.rejected += pending.rejected;
   }
 
   // ---- the gateway catalog
