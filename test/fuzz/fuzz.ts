@@ -1,9 +1,11 @@
 // `npm run fuzz`: every fuzz target with FUZZ_COUNT inputs (default 100 000) in-process, then
 // FUZZ_SOCKET_COUNT requests (default FUZZ_COUNT / 50) over HTTP to the compiled daemon, then
-// FUZZ_COUNT raw MQTT packets (random and mutated, before and after CONNECT) to its MQTT listener.
+// FUZZ_COUNT raw MQTT packets (random and mutated, before and after CONNECT) to its MQTT listener,
+// then FUZZ_COUNT packet forwarder datagrams (stat/rxpk JSON, PULL_DATA, TX_ACK) to its UDP port.
 // FUZZ_SEED (default: random, printed) and FUZZ_ONLY=<substring,…> / FUZZ_START replay a finding.
 import { fuzzInProcess, fuzzOverSockets, type TargetReport } from './runner.js';
 import { fuzzMqttPackets } from '../mqtt/packet-fuzz.js';
+import { fuzzGwmpDatagrams } from './gwmp-socket.js';
 
 const env = process.env;
 const count = Number(env.FUZZ_COUNT ?? 100_000);
@@ -17,6 +19,7 @@ console.log(`fuzz: ${count} inputs per target, seed ${seed}${only ? `, only ${on
 const reports: TargetReport[] = await fuzzInProcess({ count, seed, only, start, log });
 if (!only || only.some((s) => 'http-socket'.includes(s))) reports.push(await fuzzOverSockets({ count: socketCount, seed, log }));
 if (!only || only.some((s) => 'mqtt-socket'.includes(s))) reports.push(await fuzzMqttPackets({ count, seed, log }));
+if (!only || only.some((s) => 'gwmp-socket'.includes(s))) reports.push(await fuzzGwmpDatagrams({ count, seed, log }));
 
 console.log('\n| target | inputs | inputs/s | accepted | refused (4xx) | slowest batch of 16 / request, ms | peak RSS MB | findings |');
 console.log('|---|---|---|---|---|---|---|---|');

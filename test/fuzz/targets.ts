@@ -15,6 +15,8 @@ import type { Principal } from '../../src/core/access.js';
 import type { DeviceRecord } from '../../src/core/model.js';
 import { ROOT } from '../helpers/daemon.js';
 import { Rng, mutateBytes, mutateText, randomCbor, randomCborDeviceState, randomString, randomValue, toJsonText } from './generators.js';
+import { gwmpDatagram } from './gwmp-inputs.js';
+import { parseDatagram, type Datagram } from '../../src/lpwan/gwmp/protocol.js';
 
 /** One input's outcome: accepted, refused with a 4xx ServiceError, or a finding (anything else). */
 export type Outcome = 'accepted' | 'refused';
@@ -263,6 +265,16 @@ export async function createHarness(): Promise<FuzzHarness> {
         return outcome;
       },
     },
+    {
+      // What the packet forwarder door keeps from a datagram: known fields only, typed, bounded.
+      name: 'gwmp-push-data',
+      run: async (rng) => {
+        const parsed = parseDatagram(gwmpDatagram(rng));
+        if (!parsed.ok) return 'refused';
+        checkGwmpDatagram(parsed.datagram);
+        return 'accepted';
+      },
+    },
   ];
   return {
     targets,
@@ -272,4 +284,29 @@ export async function createHarness(): Promise<FuzzHarness> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+const STAT_KEYS = new Set(['time', 'lati', 'long', 'alti', 'rxnb', 'rxok', 'rxfw', 'ackr', 'dwnb', 'txnb', 'temp', 'pfrm', 'mail', 'desc']);
+
+/** Throws (a finding) when a parsed datagram holds anything unknown, untyped or unbounded. */
+function checkGwmpDatagram(d: Datagram): void {
+  const text = JSON.stringify(d);
+  if (text.length > 200_000) throw new Error(`a parsed datagram is ${text.length} characters of JSON`);
+  if (d.type === 'tx-ack' && d.error !== undefined && !/^[A-Z_]{4,20}$/.test(d.error)) throw new Error(`TX_ACK error kept as ${JSON.stringify(d.error).slice(0, 80)}`);
+  if (d.type !== 'push-data') return;
+  const { stat, packets } = d.body;
+  if (packets.length > 255) throw new Error(`${packets.length} packets kept from one datagram`);
+  if (stat) {
+    for (const [key, value] of Object.entries(stat)) {
+      if (!STAT_KEYS.has(key)) throw new Error(`stat kept the unknown field ${JSON.stringify(key)}`);
+      if (typeof value === 'string' ? value.length > 64 : typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`stat.${key} kept as ${JSON.stringify(value).slice(0, 80)}`);
+    }
+  }
+  for (const p of packets) {
+    if (!p.ok) continue;
+    if (p.payload.length === 0 || p.payload.length > 258) throw new Error(`a ${p.payload.length}-byte payload kept`);
+    if (!Number.isSafeInteger(p.frequency) || p.frequency <= 0) throw new Error(`frequency ${p.frequency} kept`);
+    if (p.time !== undefined && p.time.length > 64) throw new Error('rxpk.time kept unbounded');
+    if (p.rssi !== undefined && !Number.isFinite(p.rssi)) throw new Error('rssi not finite');
+  }
 }

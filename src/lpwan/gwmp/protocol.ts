@@ -158,7 +158,8 @@ export function readRxpk(rxpk: unknown): RxpkReading {
   if (rxpk.stat !== undefined && rxpk.stat !== 1) return { ok: false, reason: 'crc' };
   if (typeof rxpk.modu === 'string' && rxpk.modu.toUpperCase() !== 'LORA') return { ok: false, reason: 'not-lora' };
   if (typeof rxpk.datr !== 'string' || !/^SF\d{1,2}BW\d{2,3}$/i.test(rxpk.datr)) return { ok: false, reason: 'bad-fields' };
-  if (typeof rxpk.freq !== 'number' || !(rxpk.freq > 0 && rxpk.freq < 10_000)) return { ok: false, reason: 'bad-fields' };
+  // LoRa bands lie between 137 MHz and 2.5 GHz; anything else is not a frequency a radio heard.
+  if (typeof rxpk.freq !== 'number' || !(rxpk.freq >= 100 && rxpk.freq < 10_000)) return { ok: false, reason: 'bad-fields' };
   if (typeof rxpk.data !== 'string' || rxpk.data.length > MAX_DATA_CHARS || !/^[A-Za-z0-9+/]*={0,2}$/.test(rxpk.data)) return { ok: false, reason: 'bad-data' };
   const payload = Buffer.from(rxpk.data, 'base64');
   if (payload.length === 0) return { ok: false, reason: 'bad-data' };
