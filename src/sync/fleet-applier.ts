@@ -54,6 +54,7 @@ export class ManagedDeviceApplier {
   /** ABP counters last reported, per managed device. */
   readonly #reportedCounters = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
+  #countersReportedAt = -Infinity;
   /** How the applier publishes to the central (the link's direct publish, QoS 1); set by the sync. */
   publish: (topic: string, payload: string) => Promise<void> = async () => {};
   applied = 0;
@@ -90,10 +91,14 @@ export class ManagedDeviceApplier {
     return true;
   }
 
-  /** After every connect (once subscribed): every revision applied, so the central sends what is newer. */
-  reportAll(): Promise<void> {
+  /**
+   * After every connect (once subscribed): every revision applied, so the central sends what is
+   * newer; and the ABP counters, unless they went up less than a minute ago.
+   */
+  async reportAll(): Promise<void> {
     this.#unreported.clear();
-    return this.publish(configAppliedTopic(this.#deps.gatewayId), JSON.stringify(this.#deps.store.managedHere.revisions()));
+    await this.publish(configAppliedTopic(this.#deps.gatewayId), JSON.stringify(this.#deps.store.managedHere.revisions()));
+    if (this.#deps.clock.now() - this.#countersReportedAt >= COUNTERS_INTERVAL_MS) await this.reportCounters();
   }
 
   /** Resolves once every message received so far is applied (tests, benchmark, stop). */
@@ -228,6 +233,7 @@ export class ManagedDeviceApplier {
   /** Managed ABP devices whose counters moved since the last report (docs/sync.md): at most once a minute. */
   async reportCounters(): Promise<void> {
     const { store } = this.#deps;
+    this.#countersReportedAt = this.#deps.clock.now();
     for (const deviceId of store.managedHere.liveDeviceIds()) {
       const record = store.lorawanDevices.get(deviceId);
       if (!record || record.activation !== 'abp') continue;

@@ -223,5 +223,14 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.ok(events.some((e) => e.type === 'downlink'), `downlink outcome at the central: ${JSON.stringify(events)}`);
     fwd.close();
     await reader.endAsync();
+    // Its counters go up (on connect, then at most once a minute): moved to another gateway, it keeps them.
+    await north.daemon!.stop();
+    await startGateway(north);
+    await until('the counters at the central', async () => (await atCentral('GET', `/device/${node.id}/lorawan`)).body.fCntUp === 2);
+    assert.equal((await atCentral('PUT', `/device/${node.id}/gateway`, { gateway: south.id })).status, 200);
+    await until('the device at the other gateway with its counters', () =>
+      query<{ f_cnt_up: number }>(south.dir, 'SELECT f_cnt_up FROM lorawan_devices WHERE device_id = ?', node.id)[0]?.f_cnt_up === 2,
+    );
+    assert.equal(localDevice(north, node.id), undefined);
   });
 });
