@@ -58,3 +58,21 @@ test('no doc starts a daemon with npx outpost run', () => {
     }
   }
 });
+
+test('the docs agree with each other and cite nothing a user does not have', () => {
+  const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+  const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  for (const file of files) {
+    const text = read(file);
+    assert.doesNotMatch(text, /\bthe spec\b|project reference/i, `${file} points at a document outside the repository`);
+  }
+  // Node.js: the README's minimum is the one operations.md states.
+  const minimum = /Node\.js ≥ (\d+)/.exec(read('README.md'))?.[1];
+  assert.ok(minimum, 'the README states a minimum Node.js version');
+  assert.match(read('docs/operations.md'), new RegExp(`needs Node\\.js ${minimum} or later`));
+  // CBOR speed: codecs.md repeats the README benchmark's ratio to JSON.parse (3 assets).
+  const row = /\| the same \| [\d ]+ \| `JSON\.parse` of the same state \| [\d ]+ \| ([\d.]+) \|/.exec(read('README.md'));
+  assert.ok(row, 'the README has the CBOR-vs-JSON.parse row');
+  const ratio = Number(row[1]).toFixed(1);
+  assert.match(read('docs/codecs.md'), new RegExp(`CBOR device state \\(3 assets\\) decodes at about ${ratio.replace('.', '\\.')}× the speed of\\s+\`JSON\\.parse\``));
+});
