@@ -260,6 +260,17 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         applied_at INTEGER NOT NULL
       ) WITHOUT ROWID;
     `),
+  // LoRa Basics Stations allowed to connect to the radio door (store/stations.ts): the EUI, a name
+  // and the SHA-256 of the station's token, like every other token.
+  (db) =>
+    db.exec(`
+      CREATE TABLE stations (
+        eui TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_on INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -9,6 +9,7 @@ import { StateStore } from './states.js';
 import { UplinkStore } from './uplinks.js';
 import { CommandStore } from './commands.js';
 import { GatewayStore } from './gateways.js';
+import { StationStore } from './stations.js';
 import { LorawanDeviceStore } from './lorawan-devices.js';
 import { DownlinkQueueStore } from './downlink-queue.js';
 import { OutboxStore } from './outbox.js';
@@ -47,6 +48,8 @@ export class Store {
   readonly managedHere: ManagedHereStore;
   /** The last value commanded to each asset of a device (radio downlink codecs read them). */
   readonly commandedValues: CommandedValueStore;
+  /** LoRa Basics Stations allowed to connect, with their token hashes. */
+  readonly stations: StationStore;
   readonly #db: Database;
 
   /** Opens (creating it owner-only if needed) the database of a data directory. */
@@ -73,6 +76,7 @@ export class Store {
     this.fleet = new FleetStore(db);
     this.managedHere = new ManagedHereStore(db);
     this.commandedValues = new CommandedValueStore(db);
+    this.stations = new StationStore(db);
   }
 
   /**
