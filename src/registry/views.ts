@@ -21,6 +21,14 @@ export function deviceAssetsView(deviceId: string, store: Pick<Store, 'assets' |
   return store.assets.list(deviceId).map((asset) => assetShape(asset, latest.get(asset.id)));
 }
 
+/**
+ * The same list one asset at a time, each latest state read only when its asset is reached: for
+ * answers streamed to the client (streamJson), which then never hold every value at once.
+ */
+export function* eachDeviceAssetView(deviceId: string, store: Pick<Store, 'assets' | 'states'>) {
+  for (const asset of store.assets.list(deviceId)) yield assetShape(asset, store.states.latest(asset.id));
+}
+
 function assetShape(asset: AssetRecord, latest: LatestState) {
   return {
     id: asset.id,

@@ -1,4 +1,5 @@
-import { assetView, deviceAssetsView } from '../../../registry/views.js';
+import { assetView, eachDeviceAssetView } from '../../../registry/views.js';
+import { streamJson } from '../json-stream.js';
 import type { Route } from '../router.js';
 import { manageableDevice, readableAsset, readableDevice, type ApiDeps } from './deps.js';
 
@@ -10,9 +11,11 @@ export function assetRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId/assets',
       methods: {
-        GET: (ctx) => {
+        GET: async (ctx) => {
           const device = readableDevice(deps, ctx);
-          return { status: 200, body: deviceAssetsView(device.id, store) };
+          // Streamed: up to 1 024 latest values of up to 64 KiB each (docs/api.md, "Pages").
+          await streamJson(ctx.res, '[', eachDeviceAssetView(device.id, store), ']');
+          return { status: 200, written: true };
         },
         POST: async (ctx) => {
           const device = manageableDevice(deps, ctx);

@@ -1,6 +1,7 @@
 import { canReadAny } from '../../../core/access.js';
 import type { DeviceRecord } from '../../../core/model.js';
-import { deviceView, deviceWithAssetsView } from '../../../registry/views.js';
+import { deviceView, deviceWithAssetsView, eachDeviceAssetView } from '../../../registry/views.js';
+import { streamJson } from '../json-stream.js';
 import { forbid, requireAdmin } from '../access.js';
 import type { RequestContext, Route } from '../router.js';
 import { iso, readableDevice, type ApiDeps } from './deps.js';
@@ -14,9 +15,12 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId',
       methods: {
-        GET: (ctx) => {
+        GET: async (ctx) => {
           const device = readableDevice(deps, ctx);
-          return { status: 200, body: { ...deviceWithAssetsView(device, store), link: deviceLinks(deps).of(device) } };
+          // The device, then its assets streamed one by one: their latest values may be large (see streamJson).
+          const head = JSON.stringify({ ...deviceView(device), link: deviceLinks(deps).of(device) });
+          await streamJson(ctx.res, `${head.slice(0, -1)},"assets":[`, eachDeviceAssetView(device.id, store), ']}');
+          return { status: 200, written: true };
         },
         PUT: async (ctx) => {
           requireAdmin(ctx);
