@@ -320,7 +320,9 @@ export const CONFIG_SCHEMA = strict({
 });
 
 /** Rules across keys of `http.eventStreams` that the schema cannot say. */
-function checkEventStreams(e: OutpostConfig['http']['eventStreams']): void {
+function checkEventStreams(e: OutpostConfig['http']['eventStreams'] | undefined): void {
+  // A file checked on its own (not merged over the defaults yet) may leave the section out.
+  if (!e) return;
   if (e.perPrincipal > e.max) throw new ConfigError('config key http.eventStreams.perPrincipal: must not be above http.eventStreams.max');
   if (e.reservedForApps >= e.max) throw new ConfigError('config key http.eventStreams.reservedForApps: must be below http.eventStreams.max (device tokens need a slot too)');
 }
@@ -454,7 +456,7 @@ export function validateConfig(candidate: unknown): asserts candidate is Outpost
   const { validate } = configValidator(CONFIG_SCHEMA);
   if (validate(candidate)) {
     checkUpstream((candidate as OutpostConfig).upstream);
-    checkEventStreams((candidate as OutpostConfig).http.eventStreams);
+    checkEventStreams((candidate as OutpostConfig).http?.eventStreams);
     return;
   }
   const e = validate.errors![0]!;

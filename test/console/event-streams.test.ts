@@ -4,7 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
-import { cliJson, provision, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../../src/core/config.js';
+import { cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 
 interface OpenStream {
   status: number;
@@ -115,4 +118,18 @@ describe('live event stream slots', () => {
     assert.equal(full.status, 429);
     assert.match(JSON.parse(full.body).error, /serves 32 event streams already/);
   });
+});
+
+test('http.eventStreams is checked across its keys: a clear error names the key and the rule', () => {
+  const dir = tempDataDir();
+  const load = (eventStreams: Record<string, number>) => () => {
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify({ http: { eventStreams } }));
+    return loadConfig({ file, env: {} });
+  };
+  assert.throws(load({ max: 4, perPrincipal: 5, reservedForApps: 1 }), (e: unknown) => e instanceof ConfigError && /http\.eventStreams\.perPrincipal: must not be above http\.eventStreams\.max/.test(e.message));
+  assert.throws(load({ max: 4, perPrincipal: 2, reservedForApps: 4 }), (e: unknown) => e instanceof ConfigError && /http\.eventStreams\.reservedForApps: must be below/.test(e.message));
+  assert.throws(load({ max: 0, perPrincipal: 1, reservedForApps: 0 }), ConfigError);
+  assert.deepEqual(load({ max: 8, perPrincipal: 2, reservedForApps: 2 })().http.eventStreams, { max: 8, perPrincipal: 2, reservedForApps: 2 });
+  removeDir(dir);
 });
