@@ -98,6 +98,20 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     await client.endAsync();
     // Its states flow up as any device's.
     await until('the states at the central', async () => (await atCentral('GET', `/device/${pump.id}/asset/t/state`)).body?.state?.value === 22.5);
+    // Definitions (LoRaWAN keys included) reach only their own gateway's session.
+    const granted = async (token: string, filter: string) => {
+      const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${centralMqttPort}`, { username: token, reconnectPeriod: 0 });
+      const qos = await c.subscribeAsync(filter, { qos: 1 }).then(
+        (g) => g[0]!.qos,
+        (err: { packet?: { granted?: number[] } }) => err.packet?.granted?.[0],
+      );
+      await c.endAsync();
+      return qos;
+    };
+    assert.equal(await granted(app, 'gateway/+/config/device/+'), 128);
+    assert.equal(await granted(app, `gateway/${north.id}/config/#`), 128);
+    assert.equal(await granted(south.token, `gateway/${north.id}/config/device/+`), 128);
+    assert.equal(await granted(pump.token, `gateway/${north.id}/config/device/${pump.id}`), 128);
   });
 
   await t.test('local edits of a managed device get 409 MANAGED_BY_CENTRAL; the central changes it', async () => {
