@@ -26,6 +26,9 @@ export interface NewToken {
   gatewayId?: string | null;
 }
 
+/** The name ending of a device token a gateway adopted from its central (fleet, docs/sync.md). */
+export const ADOPTED_NAME_SUFFIX = ' (from the central)';
+
 /** Access tokens (one aggregate of the store): only a hash of each secret is kept. */
 export class TokenStore {
   readonly #db: Database;
@@ -86,14 +89,20 @@ export class TokenStore {
   }
 
   /**
-   * Makes `hash` the device's one live device token (a gateway adopting its central's token): the
-   * token whose secret only the central showed works here, and the device's other tokens stop.
-   * Returns the ids of the tokens revoked.
+   * Makes `hash` the device's token from its central (a gateway adopting it): the token whose
+   * secret only the central showed works here, and the one the central issued before (rotated
+   * there) stops. Tokens a local admin issued for the device before it was managed keep working.
+   * Adopted tokens carry ADOPTED_NAME_SUFFIX in their name, which is how a later adoption finds
+   * them. Returns the ids of the tokens revoked.
    */
   adoptDeviceTokenHash(deviceId: string, deviceName: string, hash: string, now: number): string[] {
     return this.#db.transaction(() => {
       const existing = this.#db.statement('SELECT id, device_id FROM tokens WHERE hash = ?').get(hash) as Row | undefined;
-      const revoked = this.liveDeviceTokenIds(deviceId).filter((id) => id !== existing?.id);
+      const adopted = this.#db
+        .statement("SELECT id FROM tokens WHERE device_id = ? AND kind = 'device' AND revoked_on IS NULL AND name LIKE ?")
+        .pluck()
+        .all(deviceId, `%${ADOPTED_NAME_SUFFIX}`) as string[];
+      const revoked = adopted.filter((id) => id !== existing?.id);
       for (const id of revoked) this.revoke(id, now);
       if (existing) {
         if (existing.device_id === deviceId) this.#db.statement('UPDATE tokens SET revoked_on = NULL WHERE id = ?').run(existing.id);
@@ -101,7 +110,7 @@ export class TokenStore {
       }
       this.#db
         .statement("INSERT INTO tokens (id, hash, kind, name, device_id, scopes, created_on) VALUES (?, ?, 'device', ?, ?, '', ?)")
-        .run(newId(), hash, `device ${deviceName}`, deviceId, now);
+        .run(newId(), hash, `device ${deviceName}${ADOPTED_NAME_SUFFIX}`, deviceId, now);
       return revoked;
     });
   }

@@ -141,8 +141,11 @@ export class ManagedDeviceApplier {
     store.transaction(() => {
       const { name, title, description } = def.device;
       if (store.devices.get(id)) store.devices.update(id, { name, title, description }, now);
-      // Created with a token of its own whose secret nobody ever sees: the central's replaces it below.
-      else store.devices.create({ id, name, title, description }, now);
+      else {
+        // Created with a token of its own whose secret nobody would ever see: the central's replaces it.
+        const created = store.devices.create({ id, name, title, description }, now);
+        store.tokens.revoke(created.tokenId, now);
+      }
       const current = new Map(store.assets.list(id).map((a) => [a.name, a]));
       for (const a of def.assets) {
         const profile = normalizeProfile(a.profile);

@@ -209,6 +209,26 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.equal((await atCentral('PUT', `/device/${pump.id}/gateway`, { gateway: 'nosuchgatewaynosuchgatew' })).status, 404);
   });
 
+  await t.test('a device created at the gateway becomes managed: its local token keeps working; the central issues and rotates its own', async () => {
+    const legacy = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'legacy'], north.dir);
+    cliJson(['asset', 'create', legacy.id, '--name', 't', '--is', 'sensor', '--profile', '{"type":"number"}'], north.dir);
+    const putAt = (g: Gateway, token: string, value: number) => api(g.daemon!.url, 'PUT', `/device/${legacy.id}/asset/t/state`, { token, json: { value } });
+    assert.equal((await putAt(north, legacy.token, 1)).status, 200);
+    await until('the catalog at the central', async () => (await atCentral('GET', `/device/${legacy.id}/asset/t/state`)).body?.state?.value === 1);
+    assert.equal((await atCentral('PUT', `/device/${legacy.id}/gateway`, { gateway: north.id })).status, 200);
+    await until('managed at the gateway', () => query(north.dir, 'SELECT 1 FROM managed_here WHERE device_id = ? AND deleted = 0', legacy.id).length === 1);
+    assert.equal((await putAt(north, legacy.token, 2)).status, 200, 'the token issued at the gateway still works');
+    const first = (await atCentral('POST', `/device/${legacy.id}/token`)).body.token as string;
+    await until('the central token works at the gateway', async () => (await putAt(north, first, 3)).status === 200);
+    const second = (await atCentral('POST', `/device/${legacy.id}/token`)).body.token as string;
+    await until('the rotated token works at the gateway', async () => (await putAt(north, second, 4)).status === 200);
+    assert.equal((await putAt(north, first, 5)).status, 401, "the central's previous token stops");
+    assert.equal((await putAt(north, legacy.token, 6)).status, 200);
+    // Still managed: local changes refused; its data keeps flowing up.
+    assert.equal((await api(north.daemon!.url, 'DELETE', `/device/${legacy.id}/asset/t`, { token: legacy.token })).status, 409);
+    await until('its states at the central', async () => (await atCentral('GET', `/device/${legacy.id}/asset/t/state`)).body?.state?.value === 6);
+  });
+
   await t.test('an ABP device: its settings go down, a device command is one LoRa frame, its events come up', async () => {
     const node = await createManaged(north, 'node');
     const keys = { devAddr: '26011BDA', nwkSKey: Buffer.from('11'.repeat(16), 'hex'), appSKey: Buffer.from('22'.repeat(16), 'hex') };
