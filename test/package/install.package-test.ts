@@ -34,6 +34,10 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
     assert.match(readFileSync('/etc/outpost/config.json', 'utf8'), /"dataDir": "\/var\/lib\/outpost"/);
     assert.match(tool('dpkg-query', ['-W', '-f', '${Conffiles}', 'outpost']), /\/etc\/outpost\/config\.json [0-9a-f]{32}/);
     assert.match(readFileSync('/lib/systemd/system/outpost.service', 'utf8'), /^ExecStart=\/usr\/lib\/outpost\/node\/bin\/node \/usr\/lib\/outpost\/dist\/cli\/main\.js run /m);
+    // The packaged unit, with the package's paths, passes systemd's own check.
+    const verify = spawnSync('systemd-analyze', ['verify', '/lib/systemd/system/outpost.service'], { encoding: 'utf8' });
+    assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+    assert.deepEqual((verify.stdout + verify.stderr).split('\n').filter((l) => l.includes('outpost')), [], 'no remarks on outpost.service');
     // Enabled for the next boot with systemd, although systemd does not run now.
     assert.ok(existsSync('/etc/systemd/system/multi-user.target.wants/outpost.service'), 'the unit is enabled');
 
