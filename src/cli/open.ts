@@ -16,7 +16,7 @@ export function withRegistry<T>(config: OutpostConfig, work: (registry: Registry
   const store = openStore(config);
   try {
     const catalog = new Catalog(store);
-    return work(new Registry(catalog, store, systemClock, config.limits), store, catalog);
+    return work(new Registry(catalog, store, systemClock, config.limits, config.central), store, catalog);
   } finally {
     store.close();
   }
@@ -33,7 +33,7 @@ export function openCodecParts(config: OutpostConfig) {
     catalog,
     codecs,
     logger,
-    registry: new Registry(catalog, store, systemClock, config.limits),
+    registry: new Registry(catalog, store, systemClock, config.limits, config.central),
     close() {
       codecs.dispose();
       store.close();

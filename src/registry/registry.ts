@@ -52,8 +52,12 @@ export class Registry extends EventEmitter<RegistryEvents> {
   // Read on every use: a config reload changes the limit in place.
   readonly #limits: { assetsPerDevice: number };
 
-  constructor(catalog: Catalog, store: RegistryStores, clock: Clock, limits: { assetsPerDevice: number }) {
+  /** Central role: how many devices one gateway may have (config `central`, read on every use). */
+  readonly #central: { devicesPerGateway: number } | undefined;
+
+  constructor(catalog: Catalog, store: RegistryStores, clock: Clock, limits: { assetsPerDevice: number }, central?: { devicesPerGateway: number }) {
     super();
+    this.#central = central;
     this.#catalog = catalog;
     this.#store = store;
     this.#clock = clock;
@@ -95,6 +99,10 @@ export class Registry extends EventEmitter<RegistryEvents> {
     if (gateway !== undefined && gateway !== null) {
       if (typeof gateway !== 'string' || !this.#store.gateways.get(gateway)) {
         throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${String(gateway)} not found`);
+      }
+      const limit = this.#central?.devicesPerGateway;
+      if (limit !== undefined && this.#store.gateways.deviceCount(gateway) >= limit) {
+        throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gateway} already has ${limit} devices (central.devicesPerGateway)`);
       }
     }
     // One transaction (one commit) for the device and, when it is managed, its fleet row.

@@ -64,7 +64,7 @@ export class Core {
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
     this.pipeline = new StatePipeline(this.catalog, this.writer, store.uplinks, clock, { jsonDepth: config.limits.jsonDepth, decoder: this.decoders });
-    this.registry = new Registry(this.catalog, store, clock, config.limits);
+    this.registry = new Registry(this.catalog, store, clock, config.limits, config.central);
     this.commands = new CommandRouter(this.catalog, store.commands, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.redecode = new RedecodeRunner({

@@ -119,5 +119,14 @@ test('sync limits between a gateway and its central', { timeout: 180_000 }, asyn
     await until('renamed', async () => (await api(central.url, 'GET', `/device/${ids[0]}`, { token: app })).body.name === 'renamed');
     assert.equal(errors.length, 2);
     await client.endAsync();
+    // Managed devices count too: creating or assigning one more is refused.
+    const created = await api(central.url, 'POST', '/devices', { token: app, json: { name: 'one-more', gateway: g2.id } });
+    assert.equal(created.status, 400, created.text);
+    assert.equal(created.body.code, 'GATEWAY_DEVICE_LIMIT');
+    const free = await api(central.url, 'POST', '/devices', { token: app, json: { name: 'free' } });
+    assert.equal(free.status, 201);
+    const assigned = await api(central.url, 'PUT', `/device/${free.body.id}/gateway`, { token: app, json: { gateway: g2.id } });
+    assert.equal(assigned.status, 400, assigned.text);
+    assert.equal(assigned.body.code, 'GATEWAY_DEVICE_LIMIT');
   });
 });
