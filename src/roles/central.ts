@@ -41,6 +41,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   new SqliteChangeFeed(catalog).subscribe(() => setImmediate(() => fleet.refreshAll()));
   fleet.refreshAll();
   metrics.counterFrom('outpost_gateway_events_total', "Device events gateways forwarded (re-published as the central's)", () => hub.eventsForwarded);
+  metrics.counterFrom('outpost_gateway_events_dropped_total', 'Device events from gateways dropped (not readable, or for a device not behind that gateway here)', () => hub.eventsDropped);
   metrics.counterFrom('outpost_fleet_config_sent_total', 'Managed-device definitions sent to gateways', () => fleet.sentMessages);
   // Before the radio's and MQTT's sinks: a command for a device behind a gateway goes to the hub.
   core.commands.addSink(hub);

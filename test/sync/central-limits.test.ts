@@ -118,6 +118,14 @@ test('sync limits between a gateway and its central', { timeout: 180_000 }, asyn
     await client.publishAsync(`gateway/${g2.id}/device/${ids[0]}`, JSON.stringify({ id: ids[0], name: 'renamed', assets: [] }), { qos: 1 });
     await until('renamed', async () => (await api(central.url, 'GET', `/device/${ids[0]}`, { token: app })).body.name === 'renamed');
     assert.equal(errors.length, 2);
+    // An event for a device the central does not know behind it is dropped; the connection stays.
+    const closed = new Promise<boolean>((resolve) => {
+      client.once('close', () => resolve(true));
+      setTimeout(() => resolve(false), 1000);
+    });
+    client.publish('device/NotBehindThisGatewayXXXX/events', JSON.stringify({ type: 'uplink', at: new Date().toISOString() }), { qos: 0 });
+    await client.publishAsync(`gateway/${g2.id}/device/${ids[1]}`, JSON.stringify({ id: ids[1], name: 'still-here', assets: [] }), { qos: 1 });
+    assert.equal(await closed, false, 'connection kept');
     await client.endAsync();
     // Managed devices count too: creating or assigning one more is refused.
     const created = await api(central.url, 'POST', '/devices', { token: app, json: { name: 'one-more', gateway: g2.id } });

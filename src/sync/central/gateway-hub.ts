@@ -183,7 +183,12 @@ export class GatewayHub implements GatewaySessions, CommandSink {
     const levels = topic.split('/');
     if (principal.kind !== 'gateway' || levels.length !== 3 || levels[2] !== 'events') return 'no such topic';
     const deviceId = levels[1]!;
-    if (!this.#owns(principal, deviceId)) return `device ${deviceId} is not behind gateway ${principal.gatewayId}`;
+    // Not (yet) one of its devices here — its catalog message may still be on the way: dropped,
+    // never a reason to close the gateway's connection.
+    if (!this.#owns(principal, deviceId)) {
+      this.eventsDropped++;
+      return undefined;
+    }
     let event: unknown;
     try {
       event = JSON.parse(payload.toString('utf8'));
