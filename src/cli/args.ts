@@ -54,6 +54,7 @@ function parseManagementArgs(args: string[]) {
       deveui: { type: 'string' },
       joineui: { type: 'string' },
       appkey: { type: 'string' },
+      eui: { type: 'string' },
     },
   });
 }

@@ -24,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   state: () => import('./commands/state.js'),
   codec: () => import('./commands/codec.js'),
   gateway: () => import('./commands/gateway.js'),
+  station: () => import('./commands/station.js'),
   outbox: () => import('./commands/outbox.js'),
   status: () => import('./commands/status.js'),
   doctor: () => import('./commands/doctor.js'),

@@ -53,6 +53,15 @@ export interface OutpostConfig {
   radio: RadioConfig;
 }
 
+export interface BasicStationConfig {
+  host: string;
+  port: number;
+  /** `token`: a registered station's token on the upgrade; `none`: any station (a closed LAN). */
+  auth: 'token' | 'none';
+  /** PEM files: with them the socket is `wss://`; with `ca` stations need a client certificate whose CN is their EUI. */
+  tls: { cert: string; key: string; ca: string | null } | null;
+}
+
 export interface RadioConfig {
   region: 'EU868' | 'US915' | 'AU915' | 'AS923';
   /** 6 hex digits; OTAA DevAddrs carry its NwkID. */
@@ -69,6 +78,8 @@ export interface RadioConfig {
   classC: { ackTimeoutS: number; retries: number };
   /** The Semtech UDP packet forwarder door; `false` turns it off. */
   gwmp: { host: string; port: number; maxDatagramBytes: number; maxGateways: number; gatewayExpirySeconds: number } | false;
+  /** The LoRa Basics Station door (LNS protocol over WebSocket); `false` turns it off. */
+  basicStation: BasicStationConfig | false;
   serial?: SerialModemConfig[];
 }
 
@@ -194,6 +205,7 @@ const port = { type: 'integer', minimum: 0, maximum: 65535 };
 const positive = { type: 'integer', minimum: 1 };
 const nonNegative = { type: 'integer', minimum: 0 };
 const strict = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties });
+    basicStation: { host: '0.0.0.0', port: 3001, auth: 'token', tls: null },
 
 const SERIAL_MODEM_SCHEMA = {
   ...strict({
@@ -327,6 +339,17 @@ function checkEventStreams(e: OutpostConfig['http']['eventStreams'] | undefined)
   if (e.reservedForApps >= e.max) throw new ConfigError('config key http.eventStreams.reservedForApps: must be below http.eventStreams.max (device tokens need a slot too)');
 }
 
+    basicStation: {
+      anyOf: [
+        { const: false },
+        strict({
+          host: { type: 'string', minLength: 1 },
+          port,
+          auth: { enum: ['token', 'none'] },
+          tls: { anyOf: [{ type: 'null' }, { ...strict({ cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, ca: { type: ['string', 'null'] } }), required: ['cert', 'key'] }] },
+        }),
+      ],
+    },
 /** Rules across keys of `upstream` that the schema cannot say. */
 function checkUpstream(u: UpstreamConfig): void {
   if (!u.url) return;
@@ -386,6 +409,7 @@ function envValue(name: string, raw: string, kind: 'string' | 'integer'): unknow
   if (kind === 'string') return raw;
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be an integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
+  ['OUTPOST_BS_PORT', ['radio', 'basicStation', 'port'], 'integer'],
 }
 
 export interface ConfigSources {

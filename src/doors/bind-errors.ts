@@ -37,7 +37,7 @@ export function bindError(err: unknown, keys: ListenerKeys, host: string, port: 
 /** Certificates and keys are a few kB; a larger file is a wrong path (or /dev/zero), not a certificate. */
 const MAX_PEM_BYTES = 1024 * 1024;
 
-function readPem(key: string, path: string): Buffer {
+export function readPem(key: string, path: string): Buffer {
   let size: number;
   try {
     const stat = statSync(path);

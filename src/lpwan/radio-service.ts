@@ -18,13 +18,15 @@ import { LpwanCommandSink } from './command-sink.js';
 import { LorawanProvisioning } from './provisioning.js';
 import { GwmpDoor } from './gwmp/door.js';
 import { RefusalLimitedEvents } from './refusal-events.js';
+import { BasicStationDoor, loadStationTls } from '../doors/basic-station/door.js';
+import { StationRegistry } from '../doors/basic-station/registry.js';
 import type { Door } from '../doors/door.js';
 import { bindError } from '../doors/bind-errors.js';
 
 export interface RadioServiceDeps {
   config: OutpostConfig;
   /** LoRaWAN sessions, the downlink queue and the values last commanded to each device. */
-  store: Pick<Store, 'lorawanDevices' | 'downlinks' | 'commandedValues'>;
+  store: Pick<Store, 'lorawanDevices' | 'downlinks' | 'commandedValues' | 'stations'>;
   catalog: Catalog;
   pipeline: StatePipeline;
   codecs: DeviceCodecs;
@@ -47,6 +49,9 @@ export class RadioService implements Door {
   readonly server: NetworkServer;
   readonly sink: LpwanCommandSink;
   readonly gwmp: GwmpDoor | undefined;
+  readonly basicStation: BasicStationDoor | undefined;
+  /** Registered Basics Stations (`/stations`); deleting one closes its socket. */
+  readonly stations: StationRegistry;
   readonly #sources: RadioSource[] = [];
   readonly #deps: RadioServiceDeps;
   readonly #queueStore: DownlinkQueueStore;
@@ -109,6 +114,25 @@ export class RadioService implements Door {
       });
       this.addSource(this.gwmp);
     }
+    this.stations = new StationRegistry(store.stations, clock);
+    const bs = config.radio.basicStation;
+    if (bs) {
+      this.basicStation = new BasicStationDoor({
+        host: bs.host,
+        port: bs.port,
+        auth: bs.auth,
+        ...(bs.tls ? { tls: loadStationTls(bs.tls) } : {}),
+        stations: store.stations,
+        region,
+        subBand: config.radio.subBand,
+        clock,
+        logger: deps.logger,
+        metrics: deps.metrics,
+      });
+      this.addSource(this.basicStation);
+      const door = this.basicStation;
+      this.stations.onDeleted = (eui) => door.disconnect(eui);
+    }
   }
 
   /** A radio source (a serial modem) whose frames go to the network server. Call before `start`. */
@@ -125,6 +149,8 @@ export class RadioService implements Door {
   syncFromStore(): void {
     this.sessions.loadAll();
     this.queue.reloadCounts();
+    // A station deleted with the CLI loses its socket here.
+    this.basicStation?.dropUnregistered();
   }
 
   deviceDeleted(deviceId: string): void {
@@ -132,21 +158,23 @@ export class RadioService implements Door {
     this.queue.forget(deviceId);
   }
 
-  async start(): Promise<{ gwmp?: number }> {
-    const gwmp = this.#deps.config.radio.gwmp;
+  async start(): Promise<{ gwmp?: number; basicStation?: number }> {
+    const { gwmp, basicStation: bs } = this.#deps.config.radio;
     for (const source of this.#sources) {
       try {
         await source.start();
       } catch (err) {
         // The packet forwarder's UDP socket: a port in use or a wrong address is a setting to fix.
-        throw (source === this.gwmp && gwmp ? bindError(err, { host: 'radio.gwmp.host', port: 'radio.gwmp.port' }, gwmp.host, gwmp.port) : undefined) ?? err;
+        if (source === this.gwmp && gwmp) throw bindError(err, { host: 'radio.gwmp.host', port: 'radio.gwmp.port' }, gwmp.host, gwmp.port) ?? err;
+        if (source === this.basicStation && bs) throw bindError(err, { host: 'radio.basicStation.host', port: 'radio.basicStation.port' }, bs.host, bs.port) ?? err;
+        throw err;
       }
     }
     this.#pruneTimer = setInterval(() => {
       this.#queueStore.pruneFinished(50);
       this.#refusalEvents.sweep();
     }, 60_000).unref();
-    return this.gwmp ? { gwmp: this.gwmp.port } : {};
+    return { ...(this.gwmp ? { gwmp: this.gwmp.port } : {}), ...(this.basicStation ? { basicStation: this.basicStation.port } : {}) };
   }
 
   async stop(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Door } from '../doors/door.js';
+import { stationRoutes } from '../doors/http/routes/stations.js';
 import type { Route } from '../doors/http/router.js';
 import { HttpDoor } from '../doors/http/door.js';
 import { apiRoutes } from '../doors/http/routes.js';
@@ -140,7 +141,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   });
   return new HttpDoor({
     http: config.http,
-    routes: [...api, ...consoleRoutes(live), ...(extras.routes ?? [])],
+    routes: [...api, ...consoleRoutes(live), ...stationRoutes(extras.radio.stations), ...(extras.routes ?? [])],
     catalog: core.catalog,
     storeHealth: core.store.health,
     rateLimiter: core.rateLimiter,

@@ -28,6 +28,8 @@ export interface RunningDaemon {
   mqttPort: number;
   /** UDP port of the packet forwarder door. */
   gwmpPort: number;
+  /** TCP port of the Basics Station door (0 when it is off). */
+  basicStationPort: number;
   url: string;
   /** Every stdout line so far (pino JSON). */
   logs: string[];
@@ -49,7 +51,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   const dataDir = options.dataDir ?? tempDataDir();
   const proc = spawn(process.execPath, [options.program ?? CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
     cwd: options.cwd ?? ROOT,
-    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', ...options.env }),
+    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', ...options.env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
@@ -84,6 +86,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     httpPort,
     mqttPort: ready.ports.mqtt ?? 0,
     gwmpPort: ready.ports.gwmp ?? 0,
+    basicStationPort: ready.ports.basicStation ?? 0,
     url: `http://127.0.0.1:${httpPort}`,
     logs,
     exited,

@@ -26,7 +26,7 @@ test('outpost status asks the running daemon over its control socket', async () 
     assert.equal(status.radio.sources[0].source, 'gwmp');
     assert.equal(status.upstream, null);
     assert.ok(Math.abs(Date.parse(status.lastUplinkAt) - Date.now()) < 60_000);
-    assert.deepEqual(status.ports, { http: daemon.httpPort, mqtt: daemon.mqttPort, gwmp: daemon.gwmpPort });
+    assert.deepEqual(status.ports, { http: daemon.httpPort, mqtt: daemon.mqttPort, gwmp: daemon.gwmpPort, basicStation: daemon.basicStationPort });
     assert.equal(status.pid, daemon.proc.pid);
 
     const human = cli(['status', '--data', daemon.dataDir]);
