@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { debFor, tool } from './helpers.js';
 
 const dpkgStatus = () => spawnSync('dpkg-query', ['-W', '-f', '${Status}', 'outpost'], { encoding: 'utf8' }).stdout;
@@ -41,10 +41,11 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
     // Enabled for the next boot with systemd, although systemd does not run now.
     assert.ok(existsSync('/etc/systemd/system/multi-user.target.wants/outpost.service'), 'the unit is enabled');
 
-    // The service started by hand, as its user, on the package's configuration and data directory.
+    // The service started by hand as its user (sudo -u outpost outpost run), on the package's
+    // configuration and data directory; the command line asked the same way.
+    const outpost = { uid: Number(tool('id', ['-u', 'outpost'])), gid: Number(tool('id', ['-g', 'outpost'])) };
     const daemon = spawn('/usr/bin/outpost', ['run'], {
-      uid: Number(tool('id', ['-u', 'outpost'])),
-      gid: Number(tool('id', ['-g', 'outpost'])),
+      ...outpost,
       env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -67,7 +68,9 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
       const env = { ...process.env };
       delete env.OUTPOST_CONFIG;
       delete env.OUTPOST_DATA_DIR;
-      const status = JSON.parse(tool('/usr/bin/outpost', ['status', '--json'], { env })) as { dataDir: string; version: string };
+      const asked = spawnSync('/usr/bin/outpost', ['status', '--json'], { env, uid: outpost.uid, gid: outpost.gid, encoding: 'utf8' });
+      assert.equal(asked.status, 0, asked.stderr);
+      const status = JSON.parse(asked.stdout) as { dataDir: string; version: string };
       assert.equal(status.dataDir, '/var/lib/outpost');
       assert.equal(status.version, JSON.parse(readFileSync('/usr/lib/outpost/package.json', 'utf8')).version);
     } finally {
@@ -81,6 +84,14 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
     const again = spawnSync('dpkg', ['-i', deb], { encoding: 'utf8' });
     assert.equal(again.status, 0, again.stderr);
     assert.match(readFileSync('/etc/outpost/config.json', 'utf8'), /edited by the admin/);
+    // A configuration the admin deleted stays deleted (dpkg's rule for conffiles), and the
+    // maintainer script copes with its absence.
+    const edited = readFileSync('/etc/outpost/config.json');
+    rmSync('/etc/outpost/config.json');
+    const withoutConfig = spawnSync('dpkg', ['-i', deb], { encoding: 'utf8' });
+    assert.equal(withoutConfig.status, 0, withoutConfig.stdout + withoutConfig.stderr);
+    assert.ok(!existsSync('/etc/outpost/config.json'), 'dpkg does not bring back a deleted conffile');
+    writeFileSync('/etc/outpost/config.json', edited, { mode: 0o640 });
 
     // Remove: program gone, configuration and data kept.
     const remove = spawnSync('dpkg', ['-r', 'outpost'], { encoding: 'utf8' });
