@@ -3,6 +3,10 @@
 // downlinks decoded byte for byte, dntxed, robustness.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Encoder } from 'cbor-x';
 import { api, cli, cliJson, provision, removeDir, startDaemon } from '../helpers/daemon.js';
 import { connectClient, eventually, sleep } from '../mqtt/helpers.js';
@@ -204,5 +208,73 @@ test('join, uplinks and a Class A downlink through a station: dnmsg with both wi
   } finally {
     assert.equal(await daemon.stop(), 0);
     removeDir(daemon.dataDir);
+  }
+});
+
+/** A CA, a server certificate for 127.0.0.1 and client certificates with the given CNs, made with openssl. */
+function makeCertificates(dir: string, clientCns: string[]): void {
+  const run = (args: string[]) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+  };
+  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=outpost test CA']);
+  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  const sign = (name: string, cn: string, ext?: string) => {
+    run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`]);
+    run(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', ...(ext ? ['-extfile', ext] : [])]);
+  };
+  sign('server', 'localhost', 'server.ext');
+  clientCns.forEach((cn, i) => sign(`client${i}`, cn));
+}
+
+test('TLS: wss with a token; mutual TLS where the client certificate CN is the station EUI', { timeout: 90_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-bs-tls-'));
+  makeCertificates(dir, ['b827:ebff:fe61:51b0', '0102030405060708']);
+  const pem = (name: string) => readFileSync(join(dir, name));
+  const startWith = (tls: Record<string, string>) => {
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ radio: { basicStation: { tls } } }));
+    return startDaemon({ args: ['--config', join(dir, 'config.json')] });
+  };
+
+  // Server TLS only: the token still decides.
+  let daemon = await startWith({ cert: join(dir, 'server.pem'), key: join(dir, 'server.key') });
+  try {
+    const { token } = cliJson<{ token: string }>(['station', 'create', '--eui', EUI], daemon.dataDir);
+    const base = `wss://127.0.0.1:${daemon.basicStationPort}`;
+    const answer = await discover(`${base}/router-info`, EUI, { ...bearer(token), ca: pem('ca.pem') });
+    assert.equal(answer.uri, `wss://127.0.0.1:${daemon.basicStationPort}/router-b827ebfffe6151b0`);
+    await assert.rejects(StationSimulator.open(`${base}/router-${EUI}`, { ca: pem('ca.pem') }), { status: 401 });
+    const station = await StationSimulator.open(answer.uri, { ...bearer(token), ca: pem('ca.pem') });
+    assert.equal((await station.hello()).region, 'EU863');
+    station.close();
+    // A plain ws:// client gets nothing from a TLS listener.
+    await assert.rejects(StationSimulator.open(`ws://127.0.0.1:${daemon.basicStationPort}/router-${EUI}`, bearer(token)));
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    removeDir(daemon.dataDir);
+  }
+
+  // Mutual TLS: the client certificate is the credential, its CN must be the EUI of the path.
+  daemon = await startWith({ cert: join(dir, 'server.pem'), key: join(dir, 'server.key'), ca: join(dir, 'ca.pem') });
+  try {
+    cliJson(['station', 'create', '--eui', EUI], daemon.dataDir);
+    cliJson(['station', 'create', '--eui', '0102030405060708'], daemon.dataDir);
+    const base = `wss://127.0.0.1:${daemon.basicStationPort}`;
+    const client = (i: number) => ({ ca: pem('ca.pem'), cert: pem(`client${i}.pem`), key: pem(`client${i}.key`) });
+    const station = await StationSimulator.open(`${base}/router-${EUI}`, client(0));
+    assert.equal((await station.hello()).region, 'EU863');
+    // Another station's certificate does not open this station's socket.
+    await assert.rejects(StationSimulator.open(`${base}/router-${EUI}`, client(1)), { status: 403 });
+    // No client certificate: the TLS handshake itself is refused.
+    await assert.rejects(StationSimulator.open(`${base}/router-${EUI}`, { ca: pem('ca.pem') }));
+    const health = await api(daemon.url, 'GET', '/healthz');
+    const bs = health.body.radio.sources.find((s: { source: string }) => s.source === 'basicStation');
+    assert.equal(bs.detail.tls, 'mutual');
+    assert.equal(bs.detail.connected, 1);
+    station.close();
+  } finally {
+    assert.equal(await daemon.stop(), 0);
+    removeDir(daemon.dataDir);
+    removeDir(dir);
   }
 });
