@@ -12,6 +12,7 @@ import { api, cli, cliJson, provision, removeDir, startDaemon } from '../helpers
 import { connectClient, eventually, sleep } from '../mqtt/helpers.js';
 import { acceptJoin, joinRequest, readDownlink, uplinkFrame } from './frames.js';
 import { discover, StationSimulator } from './station.js';
+import { ForwarderSimulator } from './forwarder.js';
 
 const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 const hex = (s: string) => Buffer.from(s, 'hex');
@@ -276,5 +277,67 @@ test('TLS: wss with a token; mutual TLS where the client certificate CN is the s
     assert.equal(await daemon.stop(), 0);
     removeDir(daemon.dataDir);
     removeDir(dir);
+  }
+});
+
+test('Class C through a station (dC 2, RX2 only, at once); one uplink heard by a station and a packet forwarder is handled once', { timeout: 60_000 }, async () => {
+  const daemon = await startDaemon();
+  const fwd = new ForwarderSimulator('aa555a0000000009');
+  try {
+    const { device, app } = provision(daemon.dataDir, [
+      { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
+      { name: 'led', is: 'actuator', profile: { type: 'boolean' } },
+    ]);
+    const keys = { devAddr: '26011234', nwkSKey: hex('44024241ed4ce9a68c6a8bc055233fd3'), appSKey: hex('ec925802ae430ca77fd3dd73cb2cc588') };
+    const put = await api(daemon.url, 'PUT', `/device/${device.id}/lorawan`, {
+      token: app.token,
+      json: { activation: 'abp', devAddr: keys.devAddr, nwkSKey: keys.nwkSKey.toString('hex'), appSKey: keys.appSKey.toString('hex'), class: 'C' },
+    });
+    assert.equal(put.status, 200, put.text);
+    const { token } = cliJson<{ token: string }>(['station', 'create', '--eui', EUI], daemon.dataDir);
+    const mqtt = await connectClient(daemon.mqttPort, app.token);
+    await mqtt.client.subscribeAsync(`device/${device.id}/events`, { qos: 1 });
+    const events = () => mqtt.received.filter((m) => m.topic.endsWith('/events')).map((m) => JSON.parse(m.text) as Record<string, any>);
+    const station = await StationSimulator.open(`ws://127.0.0.1:${daemon.basicStationPort}/router-${EUI}`, bearer(token));
+    await station.hello();
+    await fwd.connect(daemon.gwmpPort);
+    await fwd.pull();
+
+    // The same frame from both: one uplink, both receivers listed, the better signal (the station) answers.
+    const frame = uplinkFrame(keys, { fCnt: 1, fPort: 1, payload: Buffer.from(cbor.encode({ temperature: 18 })) });
+    await fwd.push([{ payload: frame, rssi: -110, lsnr: -6 }]);
+    station.uplink(frame, { xtime: '1000000000', rctx: 2, rssi: -60, snr: 9 });
+    await eventually(() => events().some((e) => e.type === 'uplink'), 5000, 'uplink event');
+    await sleep(400);
+    const ups = events().filter((e) => e.type === 'uplink');
+    assert.equal(ups.length, 1, 'handled once');
+    assert.deepEqual(ups[0]!.gateways.map((g: { source: string }) => g.source).sort(), [`bs:${EUI}`, 'gwmp:AA555A0000000009']);
+    assert.equal(ups[0]!.source, `bs:${EUI}`);
+
+    // Class C: a command goes out at once through the station that heard the device best.
+    const t0 = Date.now();
+    const cmd = await api(daemon.url, 'PUT', `/device/${device.id}/asset/led/command`, { token: app.token, json: { value: true, meta: { port: 7 } } });
+    assert.equal(cmd.status, 202, cmd.text);
+    const dn = await station.waitFor((m) => m.msgtype === 'dnmsg');
+    assert.ok(Date.now() - t0 < 2000, `dnmsg after ${Date.now() - t0} ms`);
+    assert.equal(dn.dC, 2);
+    assert.equal(dn.RX2DR, 0);
+    assert.equal(dn.RX2Freq, 869_525_000);
+    assert.equal(dn.rctx, 2);
+    assert.equal(dn.RX1DR, undefined);
+    assert.equal(dn.xtime, undefined);
+    const down = readDownlink(keys, hex(dn.pdu), 0);
+    assert.ok(down.micValid);
+    assert.deepEqual(cbor.decode(down.payload), { led: true });
+    assert.equal(fwd.pullResps().length, 0, 'nothing through the packet forwarder');
+    station.send({ msgtype: 'dntxed', diid: dn.diid, DevEui: dn.DevEui, rctx: 2, xtime: '1500000000', txtime: 0, gpstime: 0 });
+    await eventually(() => events().some((e) => e.type === 'downlink' && e.status === 'sent'), 5000, 'downlink sent');
+    assert.equal(events().find((e) => e.type === 'downlink' && e.status === 'sent')!.window, 'rx2c');
+    station.close();
+    await mqtt.end();
+  } finally {
+    fwd.close();
+    assert.equal(await daemon.stop(), 0);
+    removeDir(daemon.dataDir);
   }
 });
