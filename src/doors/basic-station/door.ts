@@ -50,6 +50,8 @@ export interface BasicStationDoorOptions {
   clock: Clock;
   logger: Logger;
   metrics?: MetricsRegistry;
+  /** The robustness limits, for tests that need them small; the daemon uses the defaults. */
+  limits?: Partial<BasicStationLimits>;
 }
 
 /**
@@ -70,7 +72,9 @@ export const BASIC_STATION_LIMITS = {
   maxQueuedBytes: 1024 * 1024,
   /** Downlinks waiting for their `dntxed` at once. */
   maxPending: 4096,
-} as const;
+};
+
+export type BasicStationLimits = typeof BASIC_STATION_LIMITS;
 
 const KNOWN_TYPES = new Set(['version', 'updf', 'jreq', 'propdf', 'dntxed', 'timesync']);
 const DISCOVERY_TIMEOUT_MS = 5000;
@@ -108,6 +112,7 @@ export class BasicStationDoor implements RadioSource {
   readonly name = 'basicStation';
   readonly capabilities: RadioCapabilities = { transmit: true, rx1: true, immediate: true };
   readonly #o: BasicStationDoorOptions;
+  readonly #limits: BasicStationLimits;
   readonly #sessions = new Map<string, StationSession>();
   readonly #discovery = new Set<WebSocket>();
   readonly #pending = new Map<number, PendingDownlink>();
@@ -127,8 +132,9 @@ export class BasicStationDoor implements RadioSource {
 
   constructor(options: BasicStationDoorOptions) {
     this.#o = options;
-    this.#wss = new WebSocketServer({ noServer: true, maxPayload: BASIC_STATION_LIMITS.maxMessageBytes, perMessageDeflate: false });
-    this.#rate = new RateLimiter(BASIC_STATION_LIMITS.messagesPerSecond, BASIC_STATION_LIMITS.messagesBurst);
+    this.#limits = { ...BASIC_STATION_LIMITS, ...options.limits };
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: this.#limits.maxMessageBytes, perMessageDeflate: false });
+    this.#rate = new RateLimiter(this.#limits.messagesPerSecond, this.#limits.messagesBurst);
     const m = options.metrics;
     this.#messages = m?.counter('outpost_bs_messages_total', 'Basics Station messages received, by type (unknown types as "unknown")');
     this.#refused = m?.counter('outpost_bs_refused_total', 'Basics Station connections refused, by reason');
@@ -221,7 +227,7 @@ export class BasicStationDoor implements RadioSource {
   #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (req.url ?? '').split('?')[0]!;
     if (path === '/router-info') {
-      if (this.#discovery.size >= BASIC_STATION_LIMITS.maxDiscovery) return this.#refuse(socket, 503, 'discovery-busy', 'too many discovery connections');
+      if (this.#discovery.size >= this.#limits.maxDiscovery) return this.#refuse(socket, 503, 'discovery-busy', 'too many discovery connections');
       this.#wss.handleUpgrade(req, socket, head, (ws) => this.#discover(ws, req));
       return;
     }
@@ -230,7 +236,7 @@ export class BasicStationDoor implements RadioSource {
     if (!eui) return this.#refuse(socket, 404, 'bad-path', 'unknown path: use /router-info or /router-<EUI>');
     const who = this.#authorize(req, eui);
     if (!who.ok) return this.#refuse(socket, who.status, who.reason, who.message);
-    if (!this.#sessions.has(eui) && this.#sessions.size >= BASIC_STATION_LIMITS.maxStations) return this.#refuse(socket, 503, 'too-many-stations', 'too many stations connected');
+    if (!this.#sessions.has(eui) && this.#sessions.size >= this.#limits.maxStations) return this.#refuse(socket, 503, 'too-many-stations', 'too many stations connected');
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#attach(ws, eui, who.name));
   }
 
@@ -351,7 +357,7 @@ export class BasicStationDoor implements RadioSource {
 
   #send(session: StationSession, text: string): boolean {
     // A station that does not read (or a link that stalled) must not make the door hold ever more.
-    if (session.ws.bufferedAmount > BASIC_STATION_LIMITS.maxQueuedBytes) {
+    if (session.ws.bufferedAmount > this.#limits.maxQueuedBytes) {
       this.#dropped?.inc({ reason: 'slow-station' });
       this.#o.logger.warn({ station: session.eui, queued: session.ws.bufferedAmount }, 'basic station not reading: disconnected');
       session.ws.terminate();
@@ -442,7 +448,7 @@ export class BasicStationDoor implements RadioSource {
     const replyTo = t.replyTo as StationReplyTo | undefined;
     const session = replyTo && this.#sessions.get(replyTo.stationEui);
     if (!replyTo || !session) return Promise.reject(new TransmitFailed([`station ${replyTo?.stationEui ?? '?'} is not connected`]));
-    if (this.#pending.size >= BASIC_STATION_LIMITS.maxPending) return Promise.reject(new TransmitFailed(['too many downlinks waiting for dntxed']));
+    if (this.#pending.size >= this.#limits.maxPending) return Promise.reject(new TransmitFailed(['too many downlinks waiting for dntxed']));
     const diid = ++this.#diid;
     const message: Record<string, unknown> = { msgtype: 'dnmsg', DevEui: dashedEui(replyTo.devEui ?? '0000000000000000'), diid, priority: 0, rctx: replyTo.rctx, MuxTime: this.#o.clock.now() / 1000 };
     let rx2Index: number | undefined;
