@@ -24,7 +24,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   // Provisioning down (docs/sync.md, "Manage a fleet from the central").
   const fleet = new FleetConfig({
     store: core.store,
-    revisions: new SqliteManagedRevisions(core.store.fleet),
+    revisions: new SqliteManagedRevisions(core.store),
     clock,
     logger,
     limits: core.config.central,
@@ -38,8 +38,9 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     const deviceId = core.store.tokens.get(tokenId)?.deviceId;
     if (deviceId) fleet.refresh(deviceId);
   });
-  new SqliteChangeFeed(catalog).subscribe(() => setImmediate(() => fleet.refreshAll()));
-  fleet.refreshAll();
+  const refreshAll = () => fleet.refreshAll().catch((err) => logger.error({ err }, 'fleet: definitions not refreshed'));
+  new SqliteChangeFeed(catalog).subscribe(() => setImmediate(refreshAll));
+  void refreshAll();
   metrics.counterFrom('outpost_gateway_events_total', "Device events gateways forwarded (re-published as the central's)", () => hub.eventsForwarded);
   metrics.counterFrom('outpost_gateway_events_dropped_total', 'Device events from gateways dropped (not readable, or for a device not behind that gateway here)', () => hub.eventsDropped);
   metrics.counterFrom('outpost_fleet_config_sent_total', 'Managed-device definitions sent to gateways', () => fleet.sentMessages);

@@ -5,7 +5,7 @@ import { SqliteManagedRevisions } from '../../sync/central/ports.js';
 import { systemClock } from '../../core/time.js';
 import { createLogger } from '../../ops/logger.js';
 import type { CliCommand } from '../command.js';
-import { withRegistry } from '../open.js';
+import { openStore, withRegistry } from '../open.js';
 import { formatTable } from '../table.js';
 import { deviceCodec, DEVICE_CODEC_USAGE } from './device-codec.js';
 import { deviceRedecode, DEVICE_REDECODE_USAGE } from './device-redecode.js';
@@ -76,14 +76,15 @@ function deleteDevice({ config, positionals, show }: ManagementArgs): number {
  * `outpost device assign` (central): the device's definition goes down to that gateway (docs/sync.md,
  * "Manage a fleet from the central"); the running daemon notices the change and sends it.
  */
-function assignDevice({ config, positionals, values, show }: ManagementArgs): number {
+async function assignDevice({ config, positionals, values, show }: ManagementArgs): Promise<number> {
   const id = requireArg(positionals, 1, '<DeviceID>');
   const gatewayId = values.none ? null : (positionals[2] ?? null);
   if (gatewayId === null && !values.none) throw new UsageError('device assign <DeviceID> <GatewayID>, or --none to manage it on no gateway');
-  return withRegistry(config, (_registry, store) => {
+  const store = openStore(config);
+  try {
     const fleet = new FleetConfig({
       store,
-      revisions: new SqliteManagedRevisions(store.fleet),
+      revisions: new SqliteManagedRevisions(store),
       clock: systemClock,
       logger: createLogger('silent'),
       limits: config.central,
@@ -91,10 +92,12 @@ function assignDevice({ config, positionals, values, show }: ManagementArgs): nu
       send: () => {},
       connected: () => false,
     });
-    fleet.assign(id, gatewayId);
-    show({ id, gateway: gatewayId }, () => (gatewayId ? `device ${id} is managed on gateway ${gatewayId}` : `device ${id} is on no gateway`));
-    return 0;
-  });
+    await fleet.assign(id, gatewayId);
+  } finally {
+    store.close();
+  }
+  show({ id, gateway: gatewayId }, () => (gatewayId ? `device ${id} is managed on gateway ${gatewayId}` : `device ${id} is on no gateway`));
+  return 0;
 }
 
 function rotateToken({ config, positionals, show }: ManagementArgs): number {

@@ -13,31 +13,31 @@ import { requireAdmin } from './access.js';
  * `PUT /device/<id>/gateway` (a managed device's gateway, or none); admin scope.
  */
 export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: string) => boolean, fleet: FleetConfig, store: Store): Route[] {
-  const view = (id: string) => {
+  const view = async (id: string) => {
     const gateway = gateways.require(id);
-    return gatewayView(gateway, gateways.store.deviceIds(id), connected(id), fleet.summary(id));
+    return gatewayView(gateway, gateways.store.deviceIds(id), connected(id), await fleet.summary(id));
   };
   return [
     {
       pattern: '/gateways',
       methods: {
-        GET: (ctx) => {
+        GET: async (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: gateways.store.list().map((g) => view(g.id)) };
+          return { status: 200, body: await Promise.all(gateways.store.list().map((g) => view(g.id))) };
         },
         POST: async (ctx) => {
           requireAdmin(ctx);
           const { gateway, token, tokenId } = gateways.create(await ctx.body());
-          return { status: 201, body: { ...view(gateway.id), token, tokenId }, headers: { location: `/gateway/${gateway.id}` } };
+          return { status: 201, body: { ...(await view(gateway.id)), token, tokenId }, headers: { location: `/gateway/${gateway.id}` } };
         },
       },
     },
     {
       pattern: '/gateway/:gatewayId',
       methods: {
-        GET: (ctx) => {
+        GET: async (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: view(ctx.params.gatewayId!) };
+          return { status: 200, body: await view(ctx.params.gatewayId!) };
         },
         DELETE: (ctx) => {
           requireAdmin(ctx);
@@ -54,7 +54,7 @@ export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: 
           const body = await ctx.body();
           const gateway = isJsonObject(body) ? memberIgnoringCase(body, 'gateway') : undefined;
           if (gateway !== null && typeof gateway !== 'string') throw new ServiceError('INVALID_BODY', 'body must be {"gateway": "<GatewayID>"} or {"gateway": null}');
-          fleet.assign(ctx.params.deviceId!, gateway);
+          await fleet.assign(ctx.params.deviceId!, gateway);
           const device = store.devices.get(ctx.params.deviceId!)!;
           return { status: 200, body: deviceWithAssetsView(device, store) };
         },

@@ -10,7 +10,8 @@ import { configDeviceTopic } from '../../wire/topics.js';
 import { managedDeviceContent, type AppliedRevisions, type LorawanCounters, type ManagedDeviceDefinition } from '../../wire/messages.js';
 import type { ManagedRevisions } from './ports.js';
 
-export type FleetStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'lorawanDevices' | 'gateways' | 'fleet' | 'transaction'>;
+/** What the fleet reads to compute definitions (the catalog of the central), and its gateways. */
+export type FleetStores = Pick<Store, 'devices' | 'assets' | 'tokens' | 'lorawanDevices' | 'gateways'>;
 
 export interface FleetConfigDeps {
   store: FleetStores;
@@ -74,77 +75,54 @@ export class FleetConfig {
    * `PUT /device/<id>/gateway` and `outpost device assign`: the device becomes managed for that
    * gateway (null: for none). The gateway it leaves removes it; the one it joins gets it.
    */
-  assign(deviceId: string, gatewayId: string | null): void {
-    const { store, limits } = this.#deps;
-    if (!store.devices.get(deviceId)) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
+  async assign(deviceId: string, gatewayId: string | null): Promise<void> {
+    const { store, limits, revisions } = this.#deps;
+    const device = store.devices.get(deviceId);
+    if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
     if (gatewayId !== null) {
       if (!ID_PATTERN.test(gatewayId) || !store.gateways.get(gatewayId)) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${gatewayId} not found`);
-      const current = store.devices.get(deviceId)!.gatewayId;
-      if (current !== gatewayId && store.gateways.deviceCount(gatewayId) >= limits.devicesPerGateway) {
+      if (device.gatewayId !== gatewayId && store.gateways.deviceCount(gatewayId) >= limits.devicesPerGateway) {
         throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gatewayId} already has ${limits.devicesPerGateway} devices (central.devicesPerGateway)`);
       }
     }
-    const before = store.fleet.live(deviceId)?.gatewayId ?? null;
-    // The CLI calls this in its own short-lived process: the definition is computed at once, not later.
-    store.transaction(() => {
-      store.fleet.assign(deviceId, gatewayId);
-      this.#refreshNow(deviceId);
-    });
-    if (gatewayId !== null) this.#offerLater(gatewayId);
-    if (before !== null && before !== gatewayId) this.#offerLater(before);
+    const before = (await revisions.managed([deviceId])).get(deviceId) ?? null;
+    await revisions.assign(deviceId, gatewayId);
+    // Computed now, not on the next turn: the CLI calls this in a short-lived process of its own.
+    await this.#refresh([deviceId]);
+    if (before !== null && before !== gatewayId) await this.#offer(before);
   }
 
   /**
    * After any change to a device: a new revision if its definition changed. Changes made in one turn
-   * of the event loop are looked at together, in one transaction (one commit, not one per device).
+   * of the event loop are looked at together (one write, one commit, not one per device).
    */
   refresh(deviceId: string): void {
     this.#changed.add(deviceId);
-    if (this.#changed.size === 1) setImmediate(() => this.#refreshChanged());
+    if (this.#changed.size > 1) return;
+    setImmediate(() => {
+      const ids = [...this.#changed];
+      this.#changed.clear();
+      this.#refresh(ids).catch((err) => this.#deps.logger.error({ err, devices: ids.length }, 'fleet: definitions not refreshed'));
+    });
   }
 
   readonly #changed = new Set<string>();
 
-  #refreshChanged(): void {
-    const ids = [...this.#changed];
-    this.#changed.clear();
-    const gateways = new Set<string>();
-    try {
-      this.#deps.store.transaction(() => {
-        for (const id of ids) {
-          const gatewayId = this.#refreshNow(id);
-          if (gatewayId) gateways.add(gatewayId);
-        }
-      });
-    } catch (err) {
-      this.#deps.logger.error({ err, devices: ids.length }, 'fleet: definitions not refreshed');
-    }
-    for (const id of gateways) this.#offerLater(id);
+  /** Every managed device (after another process wrote, and at start). */
+  async refreshAll(): Promise<void> {
+    await this.#refresh(await this.#deps.revisions.liveDeviceIds(), true);
   }
 
-  /** Returns the gateway that has something new to get, if any. */
-  #refreshNow(deviceId: string): string | undefined {
-    const { store } = this.#deps;
-    const row = store.fleet.live(deviceId);
-    if (!row) return undefined;
-    const definition = this.definition(deviceId);
-    if (!definition) {
-      store.fleet.tombstone(row.gatewayId, deviceId);
-      return row.gatewayId;
-    }
-    return store.fleet.setContent(row.gatewayId, deviceId, managedDeviceContent(definition)) !== undefined ? row.gatewayId : undefined;
-  }
-
-  /** Every managed device (after another process wrote, and at start), then every gateway is offered what it lacks. */
-  refreshAll(): void {
-    try {
-      this.#deps.store.transaction(() => {
-        for (const deviceId of this.#deps.store.fleet.liveDeviceIds()) this.#refreshNow(deviceId);
-      });
-    } catch (err) {
-      this.#deps.logger.error({ err }, 'fleet: definitions not refreshed');
-    }
-    for (const g of this.#deps.store.gateways.list()) this.#offerLater(g.id);
+  /** Recomputes the definitions of those devices that are managed, and sends each gateway what is new for it. */
+  async #refresh(deviceIds: readonly string[], offerAll = false): Promise<void> {
+    const managed = await this.#deps.revisions.managed(deviceIds);
+    const changes = [...managed.keys()].map((deviceId) => {
+      const definition = this.definition(deviceId);
+      return { deviceId, content: definition ? managedDeviceContent(definition) : null };
+    });
+    const gateways = changes.length > 0 ? await this.#deps.revisions.update(changes) : new Set<string>();
+    if (offerAll) for (const g of this.#deps.store.gateways.list()) gateways.add(g.id);
+    for (const id of gateways) await this.#offer(id);
   }
 
   /** The gateway's session opened: nothing counts as sent on it yet. */
@@ -164,13 +142,12 @@ export class FleetConfig {
 
   /** `gateway/<id>/lorawan/<DeviceID>`: an ABP device's counters, kept so a re-assigned device keeps them. */
   async counters(gatewayId: string, deviceId: string, counters: LorawanCounters): Promise<void> {
-    const row = this.#deps.store.fleet.live(deviceId);
-    if (!row || row.gatewayId !== gatewayId) throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} is not managed for gateway ${gatewayId}`);
+    if ((await this.#deps.revisions.managed([deviceId])).get(deviceId) !== gatewayId) throw new ServiceError('DEVICE_NOT_ASSIGNED', `device ${deviceId} is not managed for gateway ${gatewayId}`);
     await this.#deps.revisions.recordCounters(deviceId, counters);
   }
 
-  summary(gatewayId: string): FleetSummary {
-    return this.#deps.store.fleet.summary(gatewayId);
+  summary(gatewayId: string): Promise<FleetSummary> {
+    return this.#deps.revisions.summary(gatewayId);
   }
 
   /** Sends a connected gateway every revision newer than what it applied and than what this session already carried. */
@@ -188,10 +165,5 @@ export class FleetConfig {
       this.#deps.send(configDeviceTopic(gatewayId, row.deviceId), payload);
       this.sentMessages++;
     }
-  }
-
-  /** From synchronous change handlers: a failure is logged, never thrown into the registry's emit. */
-  #offerLater(gatewayId: string): void {
-    this.#offer(gatewayId).catch((err) => this.#deps.logger.error({ err, gatewayId }, 'fleet: config not sent'));
   }
 }

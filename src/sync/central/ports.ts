@@ -1,5 +1,6 @@
 import type { Catalog } from '../../store/catalog.js';
-import type { FleetStore, ManagedRow } from '../../store/fleet.js';
+import type { FleetStore, FleetSummary, ManagedRow } from '../../store/fleet.js';
+import type { Store } from '../../store/store.js';
 import type { GatewayStore, PendingCommand } from '../../store/gateways.js';
 import type { AppliedRevisions, LorawanCounters } from '../../wire/messages.js';
 
@@ -23,11 +24,26 @@ export interface PendingCommands {
   take(gatewayId: string, now: number): Promise<PendingCommand[]>;
 }
 
-/** Managed-device revisions: what each gateway has yet to apply, and what it reported. */
+/** A managed device's definition as now computed (its JSON without the revision), or null: the device is gone. */
+export interface DefinitionChange {
+  deviceId: string;
+  content: string | null;
+}
+
+/** Managed-device revisions: which gateway manages each device, the definitions at their revisions, what each gateway applied. */
 export interface ManagedRevisions {
+  /** Of these devices, those managed for a gateway now (device → gateway). */
+  managed(deviceIds: readonly string[]): Promise<Map<string, string>>;
+  liveDeviceIds(): Promise<string[]>;
+  /** Managed for this gateway from now on (null: for none); the gateway it leaves gets a removal. Sets the device's gateway. */
+  assign(deviceId: string, gatewayId: string | null): Promise<void>;
+  /** New definitions: a new revision for each that differs (a removal for a device gone); returns the gateways with something new. */
+  update(changes: readonly DefinitionChange[]): Promise<Set<string>>;
+  /** What the gateway has yet to apply, oldest revision first. */
   pending(gatewayId: string): Promise<ManagedRow[]>;
   recordApplied(gatewayId: string, revisions: AppliedRevisions, at: number): Promise<void>;
   recordCounters(deviceId: string, counters: LorawanCounters): Promise<void>;
+  summary(gatewayId: string): Promise<FleetSummary>;
 }
 
 /** Tells the central's caches that another process or node changed devices, assets or tokens. */
@@ -69,9 +85,50 @@ export class SqlitePendingCommands implements PendingCommands {
 
 export class SqliteManagedRevisions implements ManagedRevisions {
   readonly #fleet: FleetStore;
+  readonly #store: Pick<Store, 'transaction'>;
 
-  constructor(fleet: FleetStore) {
-    this.#fleet = fleet;
+  constructor(store: Pick<Store, 'fleet' | 'transaction'>) {
+    this.#fleet = store.fleet;
+    this.#store = store;
+  }
+
+  async managed(deviceIds: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const id of deviceIds) {
+      const row = this.#fleet.live(id);
+      if (row) out.set(id, row.gatewayId);
+    }
+    return out;
+  }
+
+  async liveDeviceIds(): Promise<string[]> {
+    return this.#fleet.liveDeviceIds();
+  }
+
+  async assign(deviceId: string, gatewayId: string | null): Promise<void> {
+    this.#fleet.assign(deviceId, gatewayId);
+  }
+
+  /** In one transaction: one commit for a burst of changes, not one per device. */
+  async update(changes: readonly DefinitionChange[]): Promise<Set<string>> {
+    const gateways = new Set<string>();
+    this.#store.transaction(() => {
+      for (const { deviceId, content } of changes) {
+        const row = this.#fleet.live(deviceId);
+        if (!row) continue;
+        if (content === null) {
+          this.#fleet.tombstone(row.gatewayId, deviceId);
+          gateways.add(row.gatewayId);
+        } else if (this.#fleet.setContent(row.gatewayId, deviceId, content) !== undefined) {
+          gateways.add(row.gatewayId);
+        }
+      }
+    });
+    return gateways;
+  }
+
+  async summary(gatewayId: string): Promise<FleetSummary> {
+    return this.#fleet.summary(gatewayId);
   }
 
   async pending(gatewayId: string): Promise<ManagedRow[]> {
