@@ -4,7 +4,8 @@
 //
 // The packages are built from the last commit (git archive HEAD, as a clean clone would have it), so
 // they are what a release of that commit holds, whatever is being edited in the checkout meanwhile;
-// the tests themselves run from the checkout. Commit before running it on changed sources.
+// the tests themselves run from the checkout. Commit before running it on changed sources, or name
+// another commit or tag with OUTPOST_PACKAGE_REF.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +42,7 @@ if (missing.size > 0) {
   process.exit(1);
 }
 
-const epoch = process.env.SOURCE_DATE_EPOCH ?? spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: root, encoding: 'utf8' }).stdout.trim();
+const epoch = process.env.SOURCE_DATE_EPOCH ?? spawnSync('git', ['log', '-1', '--format=%ct', process.env.OUTPOST_PACKAGE_REF ?? 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout.trim();
 const out = join(root, 'dist-pkg');
 const cache = process.env.OUTPOST_PACKAGE_CACHE ?? join(out, '.cache');
 const source = snapshot();
@@ -101,8 +102,9 @@ function buildPackage(arch) {
 /** The last commit's files (what a clean clone has), with the checkout's node_modules linked. */
 function snapshot() {
   const dir = mkdtempSync(join(tmpdir(), 'outpost-pkg-src-'));
-  const archive = spawnSync('sh', ['-c', `git archive --format=tar HEAD | tar -x -C '${dir}'`], { cwd: root, encoding: 'utf8' });
-  if (archive.status !== 0) throw new Error(`git archive HEAD failed: ${archive.stderr}`);
+  const ref = process.env.OUTPOST_PACKAGE_REF ?? 'HEAD';
+  const archive = spawnSync('sh', ['-c', `git archive --format=tar '${ref}' | tar -x -C '${dir}'`], { cwd: root, encoding: 'utf8' });
+  if (archive.status !== 0) throw new Error(`git archive ${ref} failed: ${archive.stderr}`);
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
