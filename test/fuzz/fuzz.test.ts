@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fuzzInProcess, fuzzOverSockets } from './runner.js';
 import { fuzzGwmpDatagrams } from './gwmp-socket.js';
+import { fuzzStationMessages } from './bs-socket.js';
 
 const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 
@@ -27,5 +28,11 @@ test(`the compiled daemon answers 300 hostile HTTP requests below 500 and keeps 
 test(`the compiled daemon survives 5 000 hostile packet forwarder datagrams and keeps serving (seed ${seed})`, { timeout: 300_000 }, async () => {
   const report = await fuzzGwmpDatagrams({ count: 5000, seed, log: (line) => console.log(`# ${line}`) });
   assert.equal(report.inputs, 5000);
+  assert.deepEqual(report.findings, []);
+});
+
+test(`the compiled daemon survives 2 000 hostile Basics Station messages from registered stations (seed ${seed})`, { timeout: 300_000 }, async () => {
+  const report = await fuzzStationMessages({ count: 2000, seed, log: (line) => console.log(`# ${line}`) });
+  assert.equal(report.inputs, 2000);
   assert.deepEqual(report.findings, []);
 });

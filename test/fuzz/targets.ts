@@ -16,6 +16,8 @@ import type { DeviceRecord } from '../../src/core/model.js';
 import { ROOT } from '../helpers/daemon.js';
 import { Rng, mutateBytes, mutateText, randomCbor, randomCborDeviceState, randomString, randomValue, toJsonText } from './generators.js';
 import { gwmpDatagram } from './gwmp-inputs.js';
+import { stationMessageText } from './bs-inputs.js';
+import { readStationMessage } from '../../src/doors/basic-station/messages.js';
 import { parseDatagram, type Datagram } from '../../src/lpwan/gwmp/protocol.js';
 
 /** One input's outcome: accepted, refused with a 4xx ServiceError, or a finding (anything else). */
@@ -272,6 +274,20 @@ export async function createHarness(): Promise<FuzzHarness> {
         const parsed = parseDatagram(gwmpDatagram(rng));
         if (!parsed.ok) return 'refused';
         checkGwmpDatagram(parsed.datagram);
+        return 'accepted';
+      },
+    },
+    {
+      // What the Basics Station door keeps from a station's message: typed, bounded, exact counters.
+      name: 'bs-station-message',
+      run: async (rng) => {
+        const read = readStationMessage(stationMessageText(rng));
+        if (!read.ok) return 'refused';
+        const m = read.message;
+        if (JSON.stringify(m).length > 10_000) throw new Error(`a station message kept as ${JSON.stringify(m).length} characters`);
+        if ('payload' in m && (m.payload.length === 0 || m.payload.length > 270)) throw new Error(`a ${m.payload.length}-byte uplink kept`);
+        if ('upinfo' in m && m.upinfo.xtime !== undefined && !/^\d{1,20}$/.test(m.upinfo.xtime)) throw new Error(`xtime kept as ${m.upinfo.xtime}`);
+        if (m.msgtype === 'version' && m.station.length > 64) throw new Error('station version kept unbounded');
         return 'accepted';
       },
     },
