@@ -2,7 +2,7 @@
 // from the .deb, on its bundled Node.js runtime and its cross-compiled SQLite module, starts, reports
 // ready, stores an HTTP state and a QoS 1 MQTT state, decodes a packet forwarder uplink of an ABP
 // device with a shipped ABCL codec and another with a JavaScript codec (QuickJS, WebAssembly), answers
-// `outpost status`, and stops cleanly. Start-to-ready and memory are measured (emulated: a real
+// `outpost status`, and stops cleanly; the serial bindings' prebuild for the CPU loads. Start-to-ready and memory are measured (emulated: a real
 // Raspberry Pi is a different machine) and written to test/artifacts/package-qemu-<arch>.json.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { api } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { uplinkFrame, type DeviceKeys } from '../lpwan/frames.js';
-import { packagedCli, ROOT, startPackagedDaemon, targetOf, tool, unpack, type Arch } from './helpers.js';
+import { packagedCli, packagedNode, ROOT, startPackagedDaemon, targetOf, tool, unpack, type Arch } from './helpers.js';
 
 const hex = (s: string) => Buffer.from(s, 'hex');
 const ABP: DeviceKeys = { devAddr: '26011234', nwkSKey: hex('44024241ed4ce9a68c6a8bc055233fd3'), appSKey: hex('ec925802ae430ca77fd3dd73cb2cc588') };
@@ -26,6 +26,12 @@ const JS_CODEC = `
 function decodeUplink(input) {
   return { data: { count: input.bytes[0], open: (input.bytes[1] & 1) === 1 } };
 }`;
+
+const SERIAL_PROBE = `
+const dir = process.argv[1];
+const load = require('node:module').createRequire(dir + '/package.json');
+const path = load('node-gyp-build').path(dir);
+console.log(JSON.stringify({ path, exports: Object.keys(load(path)) }));`;
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + STEP_TIMEOUT_MS;
@@ -51,6 +57,14 @@ async function proveOn(arch: Arch) {
     for (const binary of ['node/bin/node', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
       assert.match(tool('file', ['-b', join(pkg.app, binary)]), new RegExp(target.fileMachine.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), binary);
     }
+    // The serialport bindings (loaded only when a serial modem is configured): node-gyp-build picks
+    // the prebuild for this CPU, and it loads on the packaged runtime.
+    const bindings = join(pkg.app, 'node_modules', '@serialport', 'bindings-cpp');
+    const [command, argv] = packagedNode(arch, pkg.app, ['-e', SERIAL_PROBE, bindings]);
+    const serial = JSON.parse(tool(command, argv)) as { path: string; exports: string[] };
+    assert.match(serial.path, arch === 'arm64' ? /linux-arm64\/.*armv8\.glibc\.node$/ : /linux-arm\/.*armv7\.glibc\.node$/);
+    assert.ok(serial.exports.includes('open'), `the serial binding exports open (${serial.exports.join(', ')})`);
+
     const app = JSON.parse(packagedCli(arch, pkg.app, ['token', 'create', '--name', 'proof', '--scopes', 'read,command,admin', '--json', '--data', dataDir])) as { token: string };
 
     const daemon = await startPackagedDaemon(arch, pkg.app, dataDir, READY_TIMEOUT_MS);
