@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { StationSimulator } from '../lpwan/station.js';
+import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { ROOT, api, cli, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
 
@@ -159,9 +161,20 @@ describe('web console', () => {
     await page.locator('li[data-kind="error"]').first().waitFor();
     await page.locator('li[data-kind="state"]').filter({ hasText: '19.5' }).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'console-live.png'), fullPage: true });
+    // A Basics Station and a packet forwarder are listed side by side.
+    const { token: stationToken } = cliJson<{ token: string }>(['station', 'create', '--eui', 'B827EBFFFE6151B0', '--name', 'roof'], d.dataDir);
+    const station = await StationSimulator.open(`ws://127.0.0.1:${d.basicStationPort}/router-B827EBFFFE6151B0`, { headers: { authorization: `Bearer ${stationToken}` } });
+    const forwarder = new ForwarderSimulator('aa555a0000000001');
+    await forwarder.connect(d.gwmpPort);
+    await forwarder.pull();
     await page.getByRole('link', { name: 'Gateway' }).click();
     await page.getByText('Database size').waitFor();
+    const gateways = page.getByRole('table', { name: 'LoRa gateways' });
+    await gateways.getByRole('row').filter({ hasText: 'Basics Station' }).filter({ hasText: 'B827EBFFFE6151B0' }).filter({ hasText: 'roof' }).waitFor();
+    await gateways.getByRole('row').filter({ hasText: 'Packet forwarder' }).filter({ hasText: 'AA555A0000000001' }).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'console-gateway.png'), fullPage: true });
+    station.close();
+    forwarder.close();
     await page.close();
   });
 

@@ -51,6 +51,13 @@ export async function gatewayPage(container) {
   if (radio && typeof radio.devices === 'number') container.append(h('p', {}, `${radio.devices} LoRaWAN device${radio.devices === 1 ? '' : 's'} on ${self}'s own radio.`));
   if (sources.length > 0) {
     container.append(table(['Source', 'Up', 'Frames received', 'Frames sent', 'Errors'], sources.map((s) => h('tr', {}, h('td', {}, s.source), h('td', {}, s.up ? 'yes' : 'no'), h('td', {}, String(s.framesReceived)), h('td', {}, String(s.framesSent)), h('td', {}, String(s.errors)))), { label: 'Radio sources' }));
+    const radioGateways = listRadioGateways(sources);
+    if (radioGateways.length > 0) {
+      container.append(
+        h('h3', {}, 'LoRa gateways'),
+        table(['Kind', 'EUI', 'Name', 'Connected', 'Last heard'], radioGateways.map((g) => h('tr', {}, h('td', {}, g.kind), h('td', { class: 'mono' }, g.eui), h('td', {}, g.name), h('td', {}, g.connected ? 'yes' : 'no'), h('td', {}, g.lastHeard ?? '—'))), { label: 'LoRa gateways' }),
+      );
+    }
   } else {
     container.append(h('p', { class: 'muted' }, central ? 'No radio source on this central: its devices reach it through their gateways (below).' : 'No radio source is configured on this gateway.'));
   }
@@ -75,4 +82,22 @@ export async function gatewayPage(container) {
       container.append(table(['Name', 'ID', 'Connected', 'Last seen', 'Devices'], gateways.map((g) => h('tr', {}, h('td', {}, g.name), h('td', { class: 'mono' }, g.id), h('td', {}, g.connected ? 'yes' : 'no'), h('td', {}, g.lastSeen ?? '—'), h('td', {}, String(g.devices?.length ?? 0)))), { label: 'Gateways' }));
     } else container.append(h('p', { class: 'muted' }, 'Listing gateways needs the admin scope.'));
   }
+}
+
+/**
+ * Packet forwarders (the most recently heard, as /healthz lists them) and connected Basics
+ * Stations side by side. Only text from the daemon's own summary; nothing here is HTML.
+ */
+function listRadioGateways(sources) {
+  const rows = [];
+  for (const s of sources) {
+    const detail = s.detail ?? {};
+    if (s.source === 'gwmp' && Array.isArray(detail.gateways?.recent)) {
+      for (const g of detail.gateways.recent) rows.push({ kind: 'Packet forwarder', eui: String(g.eui), name: '', connected: g.online === true, lastHeard: g.lastSeen });
+    }
+    if (s.source === 'basicStation' && Array.isArray(detail.stations)) {
+      for (const st of detail.stations) rows.push({ kind: 'Basics Station', eui: String(st.eui), name: String(st.name ?? ''), connected: true, lastHeard: st.lastUplinkAt ?? st.connectedAt });
+    }
+  }
+  return rows;
 }
