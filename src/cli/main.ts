@@ -30,6 +30,7 @@ const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   doctor: () => import('./commands/doctor.js'),
   backup: () => import('./commands/backup.js'),
   restore: () => import('./commands/restore.js'),
+  migrate: () => import('./commands/migrate.js'),
 };
 
 async function usage(): Promise<string> {

@@ -87,6 +87,14 @@ export interface RadioConfig {
 export interface CentralConfig {
   /** Most devices assigned to one gateway; catalog messages creating more are refused on `gateway/<id>/errors`. */
   devicesPerGateway: number;
+  /**
+   * Several central nodes (docs/scale-out.md): PostgreSQL keeps what the central stores (states
+   * acknowledged only after it committed them, the catalog every node replicates, commands waiting
+   * for gateways); null: the SQLite file, one machine.
+   */
+  postgres: string | null;
+  /** Redis between the nodes' MQTT doors (messages, retained messages, wills); null: one node. */
+  redis: string | null;
 }
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
@@ -188,7 +196,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     statusIntervalSeconds: 60,
     maxMessageBytes: 65536,
   },
-  central: { devicesPerGateway: 1000 },
+  central: { devicesPerGateway: 1000, postgres: null, redis: null },
   radio: {
     region: 'EU868',
     netId: '000000',
@@ -299,7 +307,11 @@ export const CONFIG_SCHEMA = strict({
     // Below 1 KiB not even a catalog message of one device with a few assets would fit.
     maxMessageBytes: { type: 'integer', minimum: 1024 },
   }),
-  central: strict({ devicesPerGateway: positive }),
+  central: strict({
+    devicesPerGateway: positive,
+    postgres: { type: ['string', 'null'], pattern: '^postgres(ql)?://' },
+    redis: { type: ['string', 'null'], pattern: '^rediss?://' },
+  }),
   radio: strict({
     region: { enum: ['EU868', 'US915', 'AU915', 'AS923'] },
     netId: { type: 'string', pattern: '^[0-9A-Fa-f]{6}$' },
@@ -403,6 +415,8 @@ const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
   ['OUTPOST_UPSTREAM_URL', ['upstream', 'url'], 'string'],
   ['OUTPOST_UPSTREAM_GATEWAY_ID', ['upstream', 'gatewayId'], 'string'],
   ['OUTPOST_UPSTREAM_TOKEN', ['upstream', 'token'], 'string'],
+  ['OUTPOST_POSTGRES_URL', ['central', 'postgres'], 'string'],
+  ['OUTPOST_REDIS_URL', ['central', 'redis'], 'string'],
 ];
 
 function envValue(name: string, raw: string, kind: 'string' | 'integer'): unknown {

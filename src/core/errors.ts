@@ -44,6 +44,8 @@ export const ErrorCodes = {
   DOWNLINK_QUEUE_FULL: 429,
   INTERNAL: 500,
   STORAGE_UNAVAILABLE: 503,
+  /** A central node lost its PostgreSQL (docs/scale-out.md): nothing written, retry. */
+  STORE_UNAVAILABLE: 503,
   OUTBOX_FULL: 503,
 } as const;
 

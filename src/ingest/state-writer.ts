@@ -27,6 +27,13 @@ export interface BatchHook {
   afterFailure?(err: unknown, retried: boolean): void;
 }
 
+/**
+ * Where states are made durable before the node's own SQLite commit (several central nodes on
+ * PostgreSQL, docs/scale-out.md): one call per batch; it marks the states already held as
+ * `duplicate` and throws (STORE_UNAVAILABLE) when it cannot commit, so nothing is acknowledged.
+ */
+export type DurableStage = (states: StoredState[]) => Promise<void>;
+
 /** One caller's states and the work that commits with them: stored, or refused, together. */
 interface Write {
   states: StoredState[];
@@ -58,6 +65,8 @@ export class StateWriter {
   #pending: PendingBatch | null = null;
   #onCommit: ((count: number, micros: number) => void) | undefined;
   readonly #hooks: BatchHook[] = [];
+  #durable: DurableStage | undefined;
+  #durableTail: Promise<void> = Promise.resolve();
 
   constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
@@ -67,6 +76,11 @@ export class StateWriter {
 
   addBatchHook(hook: BatchHook): void {
     this.#hooks.push(hook);
+  }
+
+  /** Every batch goes through `stage` first; its duplicates are not written here again. */
+  setDurableStage(stage: DurableStage): void {
+    this.#durable = stage;
   }
 
   /** Settles after the commit that holds `states` and `alongside`; a write may carry no states. */
@@ -88,6 +102,31 @@ export class StateWriter {
     const batch = this.#pending;
     if (!batch) return;
     this.#pending = null;
+    if (this.#durable) {
+      // One batch at a time: states commit in the order they were accepted, and those arriving
+      // meanwhile gather into the next batch (group commit over the network).
+      const stage = this.#durable;
+      this.#durableTail = this.#durableTail.then(() => this.#durableFirst(batch, stage));
+      return;
+    }
+    this.#commit(batch);
+  }
+
+  /** The batch in the durable store, then (what was new there) in the node's own SQLite. */
+  async #durableFirst(batch: PendingBatch, stage: DurableStage): Promise<void> {
+    try {
+      if (batch.states.length > 0) await stage(batch.states);
+    } catch (err) {
+      for (const hook of this.#hooks) hook.afterFailure?.(err, false);
+      for (const w of batch.writes) w.reject(err);
+      return;
+    }
+    batch.states = batch.states.filter((s) => !s.duplicate);
+    for (const w of batch.writes) w.states = w.states.filter((s) => !s.duplicate);
+    this.#commit(batch);
+  }
+
+  #commit(batch: PendingBatch): void {
     const started = process.hrtime.bigint();
     const hooks = this.#hooks;
     try {

@@ -4,7 +4,7 @@ import { GatewayRegistry } from '../sync/central/gateway-registry.js';
 import { CatalogIntake } from '../sync/central/catalog-intake.js';
 import { GatewayHub } from '../sync/central/gateway-hub.js';
 import { FleetConfig } from '../sync/central/fleet-config.js';
-import { SqliteChangeFeed, SqliteGatewayPresence, SqliteManagedRevisions, SqlitePendingCommands } from '../sync/central/ports.js';
+import { SqliteChangeFeed, SqliteGatewayPresence, SqliteManagedRevisions, SqlitePendingCommands, type GatewayPresence, type PendingCommands } from '../sync/central/ports.js';
 import type { Core } from './core.js';
 import { httpDoor, mqttDoor, present, radioService, serialDoor, upstreamDoor, type HttpDoorExtras } from './doors.js';
 
@@ -18,8 +18,14 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   const { catalog, registry, clock, logger, metrics, pipeline } = core;
   const gateways = new GatewayRegistry(catalog, registry, core.store.gateways, clock);
   const intake = new CatalogIntake(catalog, registry, core.store, clock, core.config.central);
-  const presence = new SqliteGatewayPresence(core.store.gateways);
-  const pendingCommands = new SqlitePendingCommands(core.store.gateways);
+  let presence: GatewayPresence = new SqliteGatewayPresence(core.store.gateways);
+  let pendingCommands: PendingCommands = new SqlitePendingCommands(core.store.gateways);
+  // Several nodes (docs/scale-out.md): PostgreSQL behind the same ports, loaded only when configured.
+  const scaleOut = core.config.central.postgres ? await import('../scale-out/compose.js').then((m) => m.scaleOutParts(core)) : undefined;
+  if (scaleOut) {
+    presence = scaleOut.presence(presence);
+    pendingCommands = scaleOut.pendingCommands;
+  }
   const hub = new GatewayHub({ catalog, gateways, intake, presence, pendingCommands, events: core.events, clock, logger });
   // Provisioning down (docs/sync.md, "Manage a fleet from the central").
   const fleet = new FleetConfig({
@@ -57,6 +63,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     fleet.refresh(deviceId);
   };
   return present([
+    scaleOut?.door((gatewayId) => hub.deliverKept(gatewayId)),
     await upstreamDoor(core, radio),
     await serialDoor(core, radio),
     await mqttDoor(core, hub),

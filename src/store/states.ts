@@ -148,6 +148,17 @@ export class StateStore {
     };
   }
 
+  /** Every stored state, oldest first, in chunks (`outpost migrate --copy`). */
+  *allStatesInChunks(size: number): Generator<StoredState[]> {
+    const page = this.#db.statement('SELECT seq, asset_id, at, value, received_at, codec FROM states WHERE seq > ? ORDER BY seq LIMIT ?');
+    for (let after = 0; ; ) {
+      const rows = page.all(after, size) as Row[];
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.seq as number;
+      yield rows.map((r) => ({ assetId: r.asset_id as string, at: r.at as number, valueJson: r.value as string, receivedAt: r.received_at as number, codec: (r.codec as string | null) ?? undefined }));
+    }
+  }
+
   /** States of one asset, or of every asset. */
   count(assetId?: string): number {
     return assetId

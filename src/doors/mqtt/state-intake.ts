@@ -99,7 +99,16 @@ export class StateIntake {
       if (started) metrics.pubackSeconds.observe((performance.now() - started) / 1000);
       done(null);
     };
-    const failed = (err: unknown) => this.#failed(client, principal, packet, own, err, done);
+    const failed = (err: unknown) => {
+      // A central node whose PostgreSQL is away (docs/scale-out.md): the PUBACK waits and the write
+      // is tried again while the client stays. Closing instead would make a gateway take the state
+      // for one its upstream can never take (set aside after three closes).
+      if (isServiceError(err) && err.code === 'STORE_UNAVAILABLE' && !client.closed) {
+        setTimeout(() => this.#store(client, principal, packet, payload, topic, own, done), 1000).unref();
+        return;
+      }
+      this.#failed(client, principal, packet, own, err, done);
+    };
     // The topic checks before were the rights check; a gateway's states may be re-sends.
     const resent = principal.kind === 'gateway';
     if (topic.kind === 'device-state') {
@@ -139,6 +148,7 @@ export class StateIntake {
       case 'FORBIDDEN':
         return refusals.notAllowed(client, principal, packet.topic, err.message, done);
       case 'STORAGE_UNAVAILABLE':
+      case 'STORE_UNAVAILABLE':
       case 'OUTBOX_FULL':
         // Not stored, so not acknowledged: the client resends after reconnecting.
         refusals.report(own, packet.topic, err);

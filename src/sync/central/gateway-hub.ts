@@ -262,8 +262,15 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   }
 
   subscribed(principal: Principal): void {
-    const id = principal.gatewayId;
-    if (!id) return;
+    if (principal.gatewayId) this.deliverKept(principal.gatewayId);
+  }
+
+  /**
+   * Sends the commands kept for a gateway connected here. Also called when another central node
+   * kept one for it (docs/scale-out.md): `take` hands each command to one node only.
+   */
+  deliverKept(id: string): void {
+    if (!this.connected(id)) return;
     this.#commands.take(id, this.#clock.now()).then(
       (pending) => {
         for (const command of pending) this.#publish(command.topic, command.payload, false);

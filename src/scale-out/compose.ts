@@ -1,0 +1,37 @@
+import type { Core } from '../roles/core.js';
+import type { GatewayPresence, PendingCommands } from '../sync/central/ports.js';
+import { CatalogReplica } from './catalog-replica.js';
+import { CentralDatabase } from './postgres.js';
+import { PostgresDoor } from './postgres-door.js';
+import { PostgresGatewayPresence, PostgresPendingCommands } from './pg-ports.js';
+import { PostgresStates } from './pg-states.js';
+
+/**
+ * What `central.postgres` changes in the central's composition (docs/scale-out.md): states go to
+ * PostgreSQL before they are acknowledged, commands for offline gateways wait there, presence is
+ * shared, and the node's catalog follows the cluster through the replica. Loaded only then.
+ */
+export function scaleOutParts(core: Core) {
+  const db = new CentralDatabase(core.config.central.postgres!);
+  const replica = new CatalogReplica({ path: core.store.path, pg: db, states: core.store.states, logger: core.logger });
+  const states = new PostgresStates(db, replica.node);
+  core.writer.setDurableStage((batch) => states.write(batch));
+  core.metrics.counterFrom('outpost_postgres_duplicates_total', 'States PostgreSQL already held (any node): acknowledged, not stored twice', () => states.duplicates);
+  core.metrics.gauge('outpost_postgres_up', '1 while PostgreSQL answers this node', () => (db.failing ? 0 : 1));
+  core.metrics.counterFrom('outpost_replica_rows_pushed_total', 'Catalog rows this node sent to the other nodes', () => replica.figures.pushed);
+  core.metrics.counterFrom('outpost_replica_rows_pulled_total', 'Catalog rows this node took from the other nodes', () => replica.figures.pulled);
+  const pgPresence = new PostgresGatewayPresence(db, replica.node);
+  return {
+    db,
+    replica,
+    pendingCommands: new PostgresPendingCommands(db) as PendingCommands,
+    /** The node's own record (GET /gateway lastSeen, replicated) and the shared one. */
+    presence(local: GatewayPresence): GatewayPresence {
+      return {
+        opened: (id, at) => Promise.all([local.opened(id, at), pgPresence.opened(id, at)]).then(() => {}),
+        closed: (id, at) => Promise.all([local.closed(id, at), pgPresence.closed(id, at)]).then(() => {}),
+      };
+    },
+    door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, logger: core.logger, keptFor }),
+  };
+}

@@ -1,0 +1,92 @@
+import pg from 'pg';
+import type { Door } from '../doors/door.js';
+import type { Logger } from '../ops/logger.js';
+import type { CentralDatabase } from './postgres.js';
+import { migratePostgres } from './schema.js';
+import type { CatalogReplica } from './catalog-replica.js';
+import { COMMANDS_CHANNEL } from './pg-ports.js';
+
+/**
+ * PostgreSQL as a door of a central node (docs/scale-out.md): listed first, so the schema is
+ * migrated and the node has caught up with the cluster's catalog before HTTP and MQTT serve; it
+ * stops last. Its /healthz section is `postgres` (`ok` / `failing`); a node that lost PostgreSQL
+ * is `degraded` and refuses writes with 503 STORE_UNAVAILABLE until it answers again.
+ */
+export class PostgresDoor implements Door {
+  readonly name = 'postgres';
+  readonly #db: CentralDatabase;
+  readonly #replica: CatalogReplica;
+  readonly #logger: Logger;
+  readonly #keptFor: (gatewayId: string) => void;
+  #listener: pg.Client | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  schemaVersion = 0;
+
+  constructor(deps: { db: CentralDatabase; replica: CatalogReplica; logger: Logger; keptFor: (gatewayId: string) => void }) {
+    this.#db = deps.db;
+    this.#replica = deps.replica;
+    this.#logger = deps.logger;
+    this.#keptFor = deps.keptFor;
+  }
+
+  async start(): Promise<Record<string, number>> {
+    const { from, to } = await migratePostgres(this.#db);
+    this.schemaVersion = to;
+    if (from !== to) this.#logger.info({ from, to }, 'postgres schema migrated');
+    await this.#replica.start();
+    await this.#listen();
+    // Keeps health honest when nothing is written, and brings the listener back after an outage.
+    this.#timer = setInterval(() => void this.#probe(), 2000).unref();
+    return {};
+  }
+
+  async #probe(): Promise<void> {
+    try {
+      await this.#db.query('SELECT 1');
+      if (!this.#listener) await this.#listen();
+    } catch {
+      // Reported by health(); tried again at the next tick.
+    }
+  }
+
+  /** Commands another node kept for a gateway that may be connected here. */
+  async #listen(): Promise<void> {
+    if (this.#stopped) return;
+    const listener = new pg.Client({ connectionString: this.#db.url });
+    listener.on('error', () => {
+      if (this.#listener === listener) this.#listener = undefined;
+    });
+    listener.on('end', () => {
+      if (this.#listener === listener) this.#listener = undefined;
+    });
+    listener.on('notification', (n) => {
+      if (n.channel === COMMANDS_CHANNEL && n.payload) this.#keptFor(n.payload);
+    });
+    try {
+      await listener.connect();
+      await listener.query(`LISTEN ${COMMANDS_CHANNEL}`);
+      this.#listener = listener;
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message }, 'postgres LISTEN for gateway commands failed; retried');
+      listener.end().catch(() => {});
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#listener?.end().catch(() => {});
+    await this.#replica.stop();
+    await this.#db.close().catch(() => {});
+  }
+
+  health(): Record<string, unknown> {
+    return { ...this.#db.health(), schemaVersion: this.schemaVersion, node: this.#replica.node, replica: this.#replica.figures };
+  }
+
+  degradedBecause(): string | undefined {
+    const h = this.#db.health();
+    return h.status === 'failing' ? `postgres: ${h.error}` : undefined;
+  }
+}
