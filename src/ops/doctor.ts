@@ -118,6 +118,13 @@ function listeners(config: OutpostConfig): Listener[] {
     const host = typeof settings.host === 'string' ? settings.host : '0.0.0.0';
     out.push({ key: 'radio.gwmp.port', statusKey: 'gwmp', protocol: 'udp', host, port });
   }
+  const bs = radio?.basicStation;
+  if (bs && typeof bs === 'object') {
+    const settings = bs as { port?: unknown; host?: unknown };
+    const port = typeof settings.port === 'number' ? settings.port : 3001;
+    const host = typeof settings.host === 'string' ? settings.host : '0.0.0.0';
+    out.push({ key: 'radio.basicStation.port', statusKey: 'basicStation', protocol: 'tcp', host, port });
+  }
   return out;
 }
 

@@ -12,7 +12,7 @@ import { checkSerial, checkUpstream, runDoctor, type DoctorReport, type Finding 
 import { DEFAULT_CONFIG, configKeyPaths, type OutpostConfig } from '../../src/core/config.js';
 
 // Fixed ports (8080, 1883, 1700) may be in use by other programs on a shared machine.
-const FREE_PORTS = { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0' };
+const FREE_PORTS = { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0' };
 
 function doctor(args: string[], env: Record<string, string | undefined> = {}): { code: number | null; report: DoctorReport; stderr: string } {
   const r = cli(['doctor', '--json', ...args], { ...FREE_PORTS, ...env });
@@ -56,10 +56,10 @@ test('a port taken by another program is a finding; ports held by this data dir\
     assert.match(finding.message, new RegExp(`http\\.port TCP 0\\.0\\.0\\.0:${taken}: in use by another program`));
     assert.match(finding.fix!, /ss -ltnp/);
 
-    const own = doctor(['--data', daemon.dataDir], { OUTPOST_HTTP_PORT: String(daemon.httpPort), OUTPOST_MQTT_PORT: String(daemon.mqttPort), OUTPOST_GWMP_PORT: String(daemon.gwmpPort) });
+    const own = doctor(['--data', daemon.dataDir], { OUTPOST_HTTP_PORT: String(daemon.httpPort), OUTPOST_MQTT_PORT: String(daemon.mqttPort), OUTPOST_GWMP_PORT: String(daemon.gwmpPort), OUTPOST_BS_PORT: String(daemon.basicStationPort) });
     assert.deepEqual(failing(own.report, 'ports'), []);
     const ports = own.report.findings.filter((f) => f.check === 'ports' && !/0 means any free port/.test(f.message));
-    assert.equal(ports.length, 3);
+    assert.equal(ports.length, 4);
     for (const f of ports) assert.match(f.message, /held by this data dir's daemon/);
     assert.match(own.report.findings.find((f) => f.check === 'daemon')!.message, /a daemon runs on/);
     assert.equal(own.code, 0, JSON.stringify(own.report.findings.filter((f) => !f.ok)));
