@@ -125,17 +125,28 @@ export class FleetConfig {
     for (const id of gateways) await this.#offer(id);
   }
 
-  /** The gateway's session opened: nothing counts as sent on it yet. */
+  /**
+   * A session of the gateway opened. Nothing is sent to a gateway before it reported what it
+   * applied — the report comes once its subscription was granted, and a message sent earlier could
+   * reach no subscription yet be taken for sent. A gateway already connected (a new session taking
+   * over one not yet seen closed, or a second one) keeps being served; at its next report what
+   * counted as sent is forgotten, so whatever the old session lost goes out again once.
+   */
   sessionOpened(gatewayId: string): void {
-    this.#sent.set(gatewayId, new Map());
+    if (this.#sent.has(gatewayId)) this.#forgetAtReport.add(gatewayId);
   }
 
+  /** Its last session closed. */
   sessionClosed(gatewayId: string): void {
     this.#sent.delete(gatewayId);
+    this.#forgetAtReport.delete(gatewayId);
   }
+
+  readonly #forgetAtReport = new Set<string>();
 
   /** `…/config/applied`: recorded, then whatever is newer goes out. */
   async applied(gatewayId: string, revisions: AppliedRevisions): Promise<void> {
+    if (!this.#sent.has(gatewayId) || this.#forgetAtReport.delete(gatewayId)) this.#sent.set(gatewayId, new Map());
     await this.#deps.revisions.recordApplied(gatewayId, revisions, this.#deps.clock.now());
     await this.#offer(gatewayId);
   }

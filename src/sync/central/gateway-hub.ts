@@ -93,11 +93,11 @@ export class GatewayHub implements GatewaySessions, CommandSink {
     const id = principal.gatewayId;
     if (!id) return;
     let set = this.#sessions.get(id);
-    if (!set) {
-      this.#sessions.set(id, (set = new Set()));
-      this.fleet?.sessionOpened(id);
-    }
+    if (!set) this.#sessions.set(id, (set = new Set()));
     set.add(client);
+    // Every new session (also one that takes over a session not yet seen closed) starts from what
+    // the gateway reports applied on it.
+    this.fleet?.sessionOpened(id);
     this.#touch(id, 'opened');
     this.#logger.info({ gatewayId: id }, 'gateway connected');
   }
