@@ -127,7 +127,7 @@ export async function startOutpost(dataDir: string, args: string[] = []): Promis
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist', 'cli', 'main.js'), 'run', '--data', dataDir, ...args], {
     cwd: ROOT,
-    env: childEnv({ OUTPOST_RATE_LIMIT: '0', OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
+    env: childEnv({ OUTPOST_RATE_LIMIT: '0', OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ready = await new Promise<{ ports: { mqtt: number; http: number } }>((resolve, reject) => {

@@ -109,7 +109,7 @@ test('an invalid radio.serial entry stops the daemon with exit 2 naming the key'
     const write = (serial: unknown) => {
       const file = join(dataDir, 'bad.json');
       writeFileSync(file, JSON.stringify({ version: 1, radio: { serial } }));
-      return cli(['run', '--config', file, '--data', dataDir], { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0' });
+      return cli(['run', '--config', file, '--data', dataDir], { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0' });
     };
     const base = { path: '/dev/serial/by-id/usb-x', modem: 'rn2483', baudRate: 57600, frequency: 868100000, spreadingFactor: 7, bandwidth: 125 };
     const cases: Array<[unknown, RegExp]> = [

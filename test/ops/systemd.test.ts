@@ -92,7 +92,7 @@ test('the installed release starts as the unit runs it, serves /healthz and /con
     const doctor = (args: string[] = []) => {
       const r = spawnSync(process.execPath, [program, 'doctor', '--json', '--config', config, '--data', data, ...args], {
         encoding: 'utf8',
-        env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0' },
+        env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0' },
       });
       return (JSON.parse(r.stdout) as { findings: Array<{ check: string; ok: boolean; message: string }> }).findings.find((f) => f.check === 'release')!;
     };

@@ -88,7 +88,7 @@ export async function startPackagedDaemon(arch: Arch, app: string, dataDir: stri
   const spawnedAt = Date.now();
   const proc = spawn(command, argv, {
     cwd: app,
-    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
+    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];

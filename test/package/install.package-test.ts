@@ -46,7 +46,7 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
     const outpost = { uid: Number(tool('id', ['-u', 'outpost'])), gid: Number(tool('id', ['-g', 'outpost'])) };
     const daemon = spawn('/usr/bin/outpost', ['run'], {
       ...outpost,
-      env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
+      env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
