@@ -68,6 +68,6 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     await serialDoor(core, radio),
     await mqttDoor(core, hub),
     radio,
-    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id), fleet, core.store) }),
+    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id), fleet, core.store, (id) => hub.forget(id)) }),
   ]);
 }

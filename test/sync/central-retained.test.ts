@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import mqtt from 'mqtt';
-import { cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,4 +71,16 @@ test('retained gateway status and the last will at the central', { timeout: 120_
     assert.ok(!central.logs.some((l) => l.includes('protocol violation')), central.logs.filter((l) => l.includes('violation')).join('\n'));
   });
   await reader.endAsync();
+
+  await t.test('a deleted gateway leaves no retained status behind', async () => {
+    const admin = cliJson<{ token: string }>(['token', 'create', '--name', 'admin', '--scopes', 'admin'], centralDir).token;
+    assert.equal((await api(central.url, 'DELETE', `/gateway/${g.id}`, { token: admin })).status, 204);
+    const late = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: app, reconnectPeriod: 0 });
+    const got: string[] = [];
+    late.on('message', (topic) => got.push(topic));
+    await late.subscribeAsync('gateway/+/status', { qos: 1 });
+    await sleep(500);
+    assert.deepEqual(got, []);
+    await late.endAsync();
+  });
 });

@@ -12,7 +12,13 @@ import { requireAdmin } from './access.js';
  * The central's gateways (docs/sync.md): `GET/POST /gateways`, `GET/DELETE /gateway/<id>`, and
  * `PUT /device/<id>/gateway` (a managed device's gateway, or none); admin scope.
  */
-export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: string) => boolean, fleet: FleetConfig, store: Store): Route[] {
+export function gatewayRoutes(
+  gateways: GatewayRegistry,
+  connected: (gatewayId: string) => boolean,
+  fleet: FleetConfig,
+  store: Store,
+  deleted: (gatewayId: string) => void = () => {},
+): Route[] {
   const view = async (id: string) => {
     const gateway = gateways.require(id);
     return gatewayView(gateway, gateways.store.deviceIds(id), connected(id), await fleet.summary(id));
@@ -42,6 +48,7 @@ export function gatewayRoutes(gateways: GatewayRegistry, connected: (gatewayId: 
         DELETE: (ctx) => {
           requireAdmin(ctx);
           gateways.delete(ctx.params.gatewayId!);
+          deleted(ctx.params.gatewayId!);
           return { status: 204 };
         },
       },

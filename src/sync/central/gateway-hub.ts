@@ -5,7 +5,7 @@ import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import type { AssetCommand, CommandSink, DeviceCommand, SinkOutcome } from '../../commands/router.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
-import { TEMPLATES, deviceCommandTopic, gatewayErrorsTopic, matchTemplate, parseGatewayTopic } from '../../wire/topics.js';
+import { TEMPLATES, deviceCommandTopic, gatewayErrorsTopic, gatewayStatusTopic, matchTemplate, parseGatewayTopic } from '../../wire/topics.js';
 import { deviceCommandPayload, errorReport, gatewayStatusPayload, parseAppliedRevisions, parseLorawanCounters, type GatewayStatus } from '../../wire/messages.js';
 import { isServiceError } from '../../core/errors.js';
 import { isJsonObject } from '../../core/json.js';
@@ -73,6 +73,11 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   /** Publishes as the service (QoS 1): config messages for the fleet. */
   send(topic: string, payload: string): void {
     this.#publish(topic, payload, false);
+  }
+
+  /** A deleted gateway's retained status goes (an empty retained message clears it, MQTT 3.1.1 §3.3.1.3). */
+  forget(gatewayId: string): void {
+    this.#publish(gatewayStatusTopic(gatewayId), '', true);
   }
 
   attach(publish: ServicePublish): void {
