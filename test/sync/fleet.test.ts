@@ -195,6 +195,29 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.equal((await api(south.daemon!.url, 'PUT', `/device/${d.id}/asset/x/state`, { token: d.token, json: { value: 1 } })).status, 404, 'no asset x, but the token is known');
   });
 
+  await t.test('kill -9 of a gateway in the middle of a catch-up: after its restart every change is applied', async () => {
+    await south.daemon!.stop();
+    south.daemon = undefined;
+    await until('south offline', async () => !(await gatewayView(south)).connected);
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const r = await atCentral('POST', '/devices', { name: `bulk-${i}`, gateway: south.id });
+      assert.equal(r.status, 201, r.text);
+      ids.push(r.body.id);
+    }
+    const applied = () => query<{ n: number }>(south.dir, `SELECT count(*) AS n FROM managed_here WHERE device_id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n;
+    await startGateway(south);
+    await until('the catch-up under way', () => applied() > 0, 20_000);
+    south.daemon!.proc.kill('SIGKILL');
+    await south.daemon!.exited;
+    south.daemon = undefined;
+    const atKill = applied();
+    await startGateway(south);
+    await until('every change applied after the restart', async () => (await gatewayView(south)).config.pending === 0 && applied() === ids.length, 30_000);
+    assert.equal(query<{ n: number }>(south.dir, `SELECT count(*) AS n FROM devices WHERE id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n, ids.length);
+    console.log(`kill -9 mid catch-up: ${atKill} of ${ids.length} applied when killed`);
+  });
+
   await t.test('unassigning removes the device from its gateway; assigning moves it', async () => {
     const r = await atCentral('PUT', `/device/${pump.id}/gateway`, { gateway: south.id });
     assert.equal(r.status, 200, r.text);
