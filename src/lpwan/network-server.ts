@@ -14,7 +14,7 @@ import type { DownlinkQueue } from './downlink-queue.js';
 import type { LastHeard, NetworkSettings, ServerParts } from './server-parts.js';
 import { Transmitter } from './downlink/transmitter.js';
 import { ClassCScheduler } from './downlink/class-c.js';
-import { UplinkDeduplicator } from './uplink/dedup.js';
+import { UplinkDeduplicator, type HeardCopy } from './uplink/dedup.js';
 import { runSteps } from './uplink/steps.js';
 import { DATA_UPLINK_STEPS, type DataUplinkContext } from './uplink/data.js';
 import { JOIN_STEPS, type JoinContext } from './uplink/join.js';
@@ -103,8 +103,9 @@ export class NetworkServer {
     };
     this.#dedup = new UplinkDeduplicator({
       windowMs: deps.dedupMs ?? 200,
-      expectedCopies: () => this.#sources.reduce((n, s) => n + s.receivers(), 0),
-      emit: ({ frame, source }) => this.#handleMerged(frame, source),
+      // At least the copy in hand: a frame from a gateway the door does not count as online yet is not held back.
+      expectedCopies: () => Math.max(1, this.#sources.reduce((n, s) => n + s.receivers(), 0)),
+      emit: ({ frame, source, answer }) => this.#handleMerged(frame, source, answer),
     });
     deps.queue.onEnqueued = (deviceId) => this.#classC.wake(deviceId, 'enqueued');
     m.gauge('outpost_lpwan_devices', 'LoRaWAN devices provisioned', () => deps.sessions.size);
@@ -164,16 +165,16 @@ export class NetworkServer {
     if (!this.#dedup.offer(frame, source)) this.#parts.refuse('duplicate');
   }
 
-  #handleMerged(frame: RadioFrame, source: RadioSource): void {
+  #handleMerged(frame: RadioFrame, source: RadioSource, answer: HeardCopy): void {
     try {
       const parsed = parseUplink(frame.payload);
       if (!parsed.ok) return this.#offerUnclaimed(frame, source, parsed.reason);
       const parts = this.#parts;
       if (parsed.frame.kind === 'join-request') {
-        runSteps({ parts, frame, source, join: parsed.frame } as JoinContext, JOIN_STEPS);
+        runSteps({ parts, frame, source, answer, join: parsed.frame } as JoinContext, JOIN_STEPS);
         return;
       }
-      const ctx = { parts, frame, source, up: parsed.frame, switched: false, macAnswers: [], linkAdrDue: false, mustAnswer: false } as unknown as DataUplinkContext;
+      const ctx = { parts, frame, source, answer, up: parsed.frame, switched: false, macAnswers: [], linkAdrDue: false, mustAnswer: false } as unknown as DataUplinkContext;
       runSteps(ctx, DATA_UPLINK_STEPS);
     } catch (err) {
       // A frame must never take the radio side down.

@@ -118,8 +118,9 @@ export interface RadioSource {
   stop(): Promise<void>;
   onFrame(listener: (frame: RadioFrame) => void): void;
   /**
-   * How many receivers behind this source can hear one uplink (gateways online; 1 for a modem):
-   * the network server stops waiting for copies of a frame once every receiver delivered one.
+   * How many receivers behind this source can hear one uplink now (gateways online, 0 when none;
+   * 1 for a modem): the network server stops waiting for copies of a frame once every receiver
+   * delivered one.
    */
   receivers(): number;
   /** Resolves with the window that went out; rejects with `TransmitFailed` when none did. */

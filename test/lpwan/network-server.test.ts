@@ -50,7 +50,7 @@ class LoopbackRadio implements RadioSource {
 
 function setup() {
   const dataDir = tempDataDir();
-  const config: OutpostConfig = { ...structuredClone(DEFAULT_CONFIG), dataDir, radio: { ...DEFAULT_CONFIG.radio, gwmp: false } };
+  const config: OutpostConfig = { ...structuredClone(DEFAULT_CONFIG), dataDir, radio: { ...DEFAULT_CONFIG.radio, gwmp: false, basicStation: false } };
   const store = Store.open(dataDir);
   const catalog = new Catalog(store);
   const writer = new StateWriter(store);
@@ -246,6 +246,32 @@ test('frames no LoRaWAN device claims go to the raw hook; 100 000 random frames 
     assert.equal(ups.length, 1);
     assert.doesNotMatch(t.metrics.render(), /internal-error/);
     assert.equal(t.radio.provisioning.get(id).fCntUp, 1);
+  } finally {
+    await t.close();
+  }
+});
+
+test('copies through two sources are one uplink; a receive-only source with the better copy does not answer, the other does', async () => {
+  const t = setup();
+  const receiveOnly = new LoopbackRadio();
+  receiveOnly.capabilities = { transmit: false, rx1: false, immediate: false };
+  t.radio.addSource(receiveOnly);
+  try {
+    const id = t.device('d');
+    const keys = { devAddr: '26000005', nwkSKey: key(13), appSKey: key(14) };
+    t.abp(id, keys);
+    const frame = uplinkFrame(keys, { fCnt: 0, confirmed: true });
+    receiveOnly.hear(frame, { source: 'serial:/dev/rak811', snr: 9, replyTo: { modem: true } });
+    t.source.hear(frame, { source: 'gwmp:0000000000000001', snr: -3 });
+    await t.radio.server.settle();
+    const ups = t.seen.filter(([, e]) => e.type === 'uplink').map(([, e]) => e);
+    assert.equal(ups.length, 1);
+    assert.equal(ups[0]!.source, 'serial:/dev/rak811', 'the best copy names the uplink');
+    assert.deepEqual((ups[0]!.gateways as Array<{ source: string }>).map((g) => g.source), ['serial:/dev/rak811', 'gwmp:0000000000000001']);
+    assert.equal(receiveOnly.sent.length, 0);
+    assert.equal(t.source.sent.length, 1, 'the ACK goes through the source that can transmit');
+    assert.deepEqual(t.source.sent[0]!.replyTo, { tmst: 1 });
+    assert.ok(readDownlink(keys, t.source.sent[0]!.payload, 0).ack);
   } finally {
     await t.close();
   }

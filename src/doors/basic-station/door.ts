@@ -152,7 +152,7 @@ export class BasicStationDoor implements RadioSource {
   }
 
   receivers(): number {
-    return Math.max(1, this.#sessions.size);
+    return this.#sessions.size;
   }
 
   start(): Promise<void> {

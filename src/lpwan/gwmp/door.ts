@@ -118,7 +118,7 @@ export class GwmpDoor implements RadioSource {
 
   /** Gateways online: each may deliver a copy of one uplink. */
   receivers(): number {
-    return Math.max(1, this.#gateways.online());
+    return this.#gateways.online();
   }
 
   start(): Promise<void> {

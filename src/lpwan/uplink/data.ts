@@ -16,6 +16,7 @@ import type { ServerParts } from '../server-parts.js';
 import { sendDataDownlink, type MacAnswer } from '../downlink/data-downlink.js';
 import { classAWindows } from '../downlink/windows.js';
 import { STOP, type Step } from './steps.js';
+import type { HeardCopy } from './dedup.js';
 
 const RAW_UPLINK_NOTE = 'the payload is kept raw: GET /device/<id>/uplinks';
 
@@ -24,6 +25,8 @@ export interface DataUplinkContext {
   parts: ServerParts;
   frame: RadioFrame;
   source: RadioSource;
+  /** The copy the answer goes through (the best one whose source can transmit). */
+  answer: HeardCopy;
   up: DataUplink;
   candidates: readonly LiveDevice[];
   device: LiveDevice;
@@ -141,7 +144,8 @@ const acceptCounter: Step<DataUplinkContext> = {
   run(ctx) {
     // Now, so a second copy of this frame is a replay from here on.
     ctx.session.fCntUp = ctx.fCnt + 1 > 0xffffffff ? 0 : ctx.fCnt + 1;
-    ctx.parts.lastHeard.set(ctx.device.deviceId, { source: ctx.source, receiver: ctx.frame.source, replyTo: ctx.frame.replyTo });
+    const { answer } = ctx;
+    ctx.parts.lastHeard.set(ctx.device.deviceId, { source: answer.source, receiver: answer.frame.source, replyTo: answer.frame.replyTo });
   },
 };
 
@@ -295,9 +299,10 @@ async function storeUplink(ctx: DataUplinkContext): Promise<void> {
   }
 }
 
-/** The one downlink this uplink allows, in its Class A windows, through the source that heard the best copy. */
+/** The one downlink this uplink allows, in its Class A windows, through the source that heard the best copy (that can transmit). */
 async function answerUplink(ctx: DataUplinkContext): Promise<void> {
-  const { parts, device, frame, source } = ctx;
+  const { parts, device } = ctx;
+  const { frame, source } = ctx.answer;
   // The device's session may have changed since (a join, new settings): answer only the one it used.
   if (parts.sessions.device(device.deviceId) !== device || device.session !== ctx.session) return;
   await sendDataDownlink(parts, device, ctx.session, {

@@ -6,6 +6,12 @@ export interface HeardCopy {
   source: RadioSource;
 }
 
+/** A merged uplink: the best copy (its metadata and source), and the copy to answer through. */
+export interface MergedUplink extends HeardCopy {
+  /** The best copy whose source can transmit (a receive-only modem never answers), else the best copy. */
+  answer: HeardCopy;
+}
+
 interface Collecting {
   copies: HeardCopy[];
   timer: NodeJS.Timeout;
@@ -31,9 +37,9 @@ export class UplinkDeduplicator {
   readonly #collecting = new Map<string, Collecting>();
   readonly #windowMs: number;
   readonly #expectedCopies: () => number;
-  readonly #emit: (copy: HeardCopy) => void;
+  readonly #emit: (merged: MergedUplink) => void;
 
-  constructor(options: { windowMs: number; expectedCopies: () => number; emit: (copy: HeardCopy) => void }) {
+  constructor(options: { windowMs: number; expectedCopies: () => number; emit: (merged: MergedUplink) => void }) {
     this.#windowMs = options.windowMs;
     this.#expectedCopies = options.expectedCopies;
     this.#emit = options.emit;
@@ -82,7 +88,11 @@ export class UplinkDeduplicator {
 
   #finish(copies: HeardCopy[]): void {
     let best = copies[0]!;
-    for (const c of copies) if (better(c.frame, best.frame)) best = c;
+    let answer: HeardCopy | undefined;
+    for (const c of copies) {
+      if (better(c.frame, best.frame)) best = c;
+      if (c.source.capabilities.transmit && (!answer || better(c.frame, answer.frame))) answer = c;
+    }
     const heardBy: RadioReception[] = copies.map(({ frame: c }) => {
       const r: RadioReception = { source: c.source };
       if (c.rssi !== undefined) r.rssi = c.rssi;
@@ -92,7 +102,8 @@ export class UplinkDeduplicator {
     });
     let receivedAt = best.frame.receivedAt;
     for (const c of copies) if (c.frame.receivedAt < receivedAt) receivedAt = c.frame.receivedAt;
-    this.#emit({ frame: { ...best.frame, receivedAt, heardBy }, source: best.source });
+    const frame = { ...best.frame, receivedAt, heardBy };
+    this.#emit({ frame, source: best.source, answer: !answer || answer === best ? { frame, source: best.source } : answer });
   }
 
   /** Hands on everything still collecting (shutdown). */

@@ -6,12 +6,15 @@ import type { LiveDevice } from '../session-registry.js';
 import type { ServerParts } from '../server-parts.js';
 import { classAWindows } from '../downlink/windows.js';
 import { STOP, type Step } from './steps.js';
+import type { HeardCopy } from './dedup.js';
 
 /** Everything one join request's steps share. */
 export interface JoinContext {
   parts: ServerParts;
   frame: RadioFrame;
   source: RadioSource;
+  /** The copy the join accept goes through (the best one whose source can transmit). */
+  answer: HeardCopy;
   join: JoinRequest;
   device: LiveDevice;
   devAddr: string;
@@ -77,7 +80,8 @@ const createSession: Step<JoinContext> = {
 const sendJoinAccept: Step<JoinContext> = {
   name: 'send the join accept',
   run(ctx) {
-    const { parts, frame, source, device } = ctx;
+    const { parts, device } = ctx;
+    const { frame, source } = ctx.answer;
     const rx = initialMacState(parts.region, parts.settings.rx2DataRate).rx;
     const windows = source.capabilities.transmit ? classAWindows(parts.region, rx, frame, source.capabilities, true) : [];
     parts.track(
