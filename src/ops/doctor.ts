@@ -4,7 +4,7 @@ import { createSocket } from 'node:dgram';
 import { connect as tcpConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { dirname, join } from 'node:path';
-import { ConfigError, loadConfig, type ConfigSources, type OutpostConfig } from '../core/config.js';
+import { ConfigError, loadConfig, upstreamUrls, type ConfigSources, type OutpostConfig } from '../core/config.js';
 import { DATABASE_FILE } from './backup.js';
 import { checkDatabaseFile, receiveTimesOutside } from '../store/database-files.js';
 import { daemonHolding } from './daemon-presence.js';
@@ -274,7 +274,8 @@ export function checkSerial(config: OutpostConfig): Finding[] {
 /** Exported for tests that give it an upstream section directly. */
 export async function checkUpstream(config: OutpostConfig, timeoutMs: number): Promise<Finding> {
   const upstream = section(config, 'upstream');
-  const url = typeof upstream?.url === 'string' ? upstream.url : undefined;
+  // Several central URLs (tried in turn by the link): the first is checked.
+  const url = typeof upstream?.url === 'string' || Array.isArray(upstream?.url) ? upstreamUrls(upstream.url as string | string[])[0] : undefined;
   if (!upstream || !url) return good('upstream', 'no upstream configured (no sync)');
   let parsed: URL;
   try {

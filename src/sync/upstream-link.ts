@@ -1,4 +1,5 @@
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { upstreamUrls } from '../core/config.js';
 import type { Clock } from '../core/time.js';
 import type { Logger } from '../ops/logger.js';
 import type { OutboxRow } from '../store/outbox.js';
@@ -7,7 +8,8 @@ import type { Outbox } from './outbox.js';
 export interface LinkOptions {
   /** For logs: `central` or the local Device ID of a per-device link. */
   name: string;
-  url: string;
+  /** One central URL, or several tried in turn (docs/sync.md): each reconnect goes to the next. */
+  url: string | readonly string[];
   username: string;
   clientId: string;
   tls: { ca?: Buffer; cert?: Buffer; key?: Buffer };
@@ -120,7 +122,11 @@ export class UpstreamLink {
       rejectUnauthorized: true,
     };
     if (o.will) options.will = { topic: o.will.topic, payload: Buffer.from(o.will.payload), qos: 1, retain: true };
-    const client = mqtt.connect(o.url, options);
+    const urls = upstreamUrls(o.url);
+    // With several URLs MQTT.js picks the next one at every (re)connect: after a close the link
+    // tries the next central node, not the one that just went away.
+    if (urls.length > 1) options.servers = urls.map(serverOf);
+    const client = mqtt.connect(urls[0]!, options);
     this.#client = client;
     client.on('connect', () => this.#onConnect(client));
     client.on('close', () => this.#onClose(client));
@@ -335,4 +341,11 @@ export class UpstreamLink {
     this.#epoch++;
     this.#up = false;
   }
+}
+
+/** A URL as one of MQTT.js's `servers` (host, port, protocol). */
+function serverOf(url: string): { host: string; port: number; protocol: 'mqtt' | 'mqtts' } {
+  const u = new URL(url);
+  const secure = u.protocol === 'mqtts:' || u.protocol === 'ssl:' || u.protocol === 'tls:';
+  return { host: u.hostname, port: Number(u.port) || (secure ? 8883 : 1883), protocol: secure ? 'mqtts' : 'mqtt' };
 }
