@@ -99,8 +99,7 @@ export interface CentralConfig {
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
 export interface UpstreamConfig {
-  /** One URL, or several tried in turn (a list, or comma-separated): a gateway fails over between central nodes. */
-  url: string | string[] | null;
+  url: string | null;
   /** With `token` (`gateway:…`): an Outpost central, one connection for every device. */
   gatewayId: string | null;
   token: string | null;
@@ -287,8 +286,7 @@ export const CONFIG_SCHEMA = strict({
     js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
   }),
   upstream: strict({
-    // One URL, or a list tried in turn: `pattern` applies to a string, the rest to a list.
-    url: { type: ['string', 'array', 'null'], pattern: '^(mqtt|mqtts|tcp|ssl|tls)://', minItems: 1, maxItems: 16, items: { type: 'string', pattern: '^(mqtt|mqtts|tcp|ssl|tls)://' } },
+    url: { type: ['string', 'null'], pattern: '^(mqtt|mqtts|tcp|ssl|tls)://' },
     gatewayId: { type: ['string', 'null'], pattern: '^[A-Za-z0-9]{24}$' },
     token: { type: ['string', 'null'], minLength: 1 },
     ca: { type: ['string', 'null'] },
@@ -367,9 +365,6 @@ function checkEventStreams(e: OutpostConfig['http']['eventStreams'] | undefined)
 /** Rules across keys of `upstream` that the schema cannot say. */
 function checkUpstream(u: UpstreamConfig): void {
   if (!u.url) return;
-  for (const [i, url] of upstreamUrls(u.url).entries()) {
-    if (!/^(mqtt|mqtts|tcp|ssl|tls):\/\/[^/\s]+/.test(url)) throw new ConfigError(`config key upstream.url: URL ${i + 1} (${JSON.stringify(url)}) must be mqtt://host:port or mqtts://host:port`);
-  }
   const devices = u.devices && Object.keys(u.devices).length > 0;
   if (u.token !== null || u.gatewayId !== null) {
     if (!u.token || !u.gatewayId) throw new ConfigError('config key upstream: "gatewayId" and "token" go together (both printed by `outpost gateway create` at the central)');
@@ -380,13 +375,6 @@ function checkUpstream(u: UpstreamConfig): void {
   }
   if ((u.cert === null) !== (u.key === null)) throw new ConfigError('config key upstream.cert: a client certificate needs both "cert" and "key"');
   if (u.reconnectMaxMs < u.reconnectMinMs) throw new ConfigError('config key upstream.reconnectMaxMs: must not be below upstream.reconnectMinMs');
-}
-
-/** upstream.url as the list of central URLs the gateway tries in turn (a string may list several, comma-separated). */
-export function upstreamUrls(url: string | readonly string[] | null): string[] {
-  if (url === null) return [];
-  const list = typeof url === 'string' ? url.split(',') : [...url];
-  return list.map((u) => u.trim()).filter((u) => u.length > 0);
 }
 
 /** An invalid configuration; the daemon exits 2 with this message, which names the key and the rule. */
@@ -546,6 +534,24 @@ export function checkConsistency(config: OutpostConfig): void {
     }
   }
   validateSerialModems(config.radio?.serial ?? []);
+  checkRx2DataRate(config.radio);
+}
+
+/** LoRa data rates a downlink can use per region (RP002-1.0.4): FSK and LR-FHSS rates are not for RX2. */
+const LORA_DOWNLINK_DATA_RATES: Record<RadioConfig['region'], readonly number[]> = {
+  EU868: [0, 1, 2, 3, 4, 5, 6],
+  AS923: [0, 1, 2, 3, 4, 5, 6],
+  US915: [8, 9, 10, 11, 12, 13],
+  AU915: [8, 9, 10, 11, 12, 13],
+};
+
+/** RX2 (and Class C) must use a LoRa downlink data rate of the region. */
+function checkRx2DataRate(radio: RadioConfig | undefined): void {
+  if (radio?.rx2DataRate === undefined) return;
+  const allowed = LORA_DOWNLINK_DATA_RATES[radio.region];
+  if (!allowed.includes(radio.rx2DataRate)) {
+    throw new ConfigError(`config key radio.rx2DataRate: DR${radio.rx2DataRate} is not a LoRa downlink data rate of ${radio.region} (one of ${allowed.join(', ')})`);
+  }
 }
 
 /** One source per port; a raw codec needs the device its states belong to. */
