@@ -15,7 +15,7 @@ const APP = Buffer.from('ec925802ae430ca77fd3dd73cb2cc588', 'hex');
 const NWK_CMAC = cmacKey(NWK);
 const EUI = Buffer.from('b827ebfffe00be9c', 'hex');
 
-interface BenchDevice {
+export interface BenchDevice {
   id: string;
   devAddr: string;
   devAddrLe: Buffer;
@@ -23,7 +23,7 @@ interface BenchDevice {
 }
 
 /** Writes devices straight into a fresh data dir (the daemon is not running yet): fast for 10 000. */
-function provisionDevices(dataDir: string, count: number): BenchDevice[] {
+export function provisionDevices(dataDir: string, count: number): BenchDevice[] {
   const store = Store.open(dataDir);
   const lorawan = store.lorawanDevices;
   const devices: BenchDevice[] = [];
@@ -48,7 +48,7 @@ function provisionDevices(dataDir: string, count: number): BenchDevice[] {
 }
 
 /** An uplink of the counter document: 4-byte big-endian count + battery byte, FPort 1. */
-function uplink(d: BenchDevice, count: number, confirmed = false): Buffer {
+export function uplink(d: BenchDevice, count: number, confirmed = false): Buffer {
   const plain = Buffer.alloc(5);
   plain.writeUInt32BE(count >>> 0);
   plain[4] = 0xa5;
@@ -62,7 +62,7 @@ function uplink(d: BenchDevice, count: number, confirmed = false): Buffer {
   return Buffer.concat([msg, dataMic(NWK_CMAC, Direction.Up, d.devAddrLe, fCnt, msg)]);
 }
 
-function pushData(payload: Buffer, tmst: number): Buffer {
+export function pushData(payload: Buffer, tmst: number): Buffer {
   const json = JSON.stringify({ rxpk: [{ tmst, chan: 0, rfch: 0, freq: 868.1, stat: 1, modu: 'LORA', datr: 'SF7BW125', codr: '4/5', rssi: -60, lsnr: 8, size: payload.length, data: payload.toString('base64') }] });
   return Buffer.concat([Buffer.from([2, (tmst >> 8) & 0xff, tmst & 0xff, 0]), EUI, Buffer.from(json)]);
 }
@@ -225,5 +225,8 @@ export async function benchLpwan(): Promise<BenchRow[]> {
       await r.close();
     }
   }
+  // The packet forwarder and Basics Station doors side by side (bench/radio-doors.ts).
+  const { benchRadioDoors } = await import('./radio-doors.js');
+  rows.push(...(await benchRadioDoors()));
   return rows;
 }
