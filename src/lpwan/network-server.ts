@@ -127,6 +127,12 @@ export class NetworkServer {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
+  /** A deleted device: where it was heard last and its Class C timer go. */
+  forget(deviceId: string): void {
+    this.#parts.lastHeard.delete(deviceId);
+    this.#classC.forget(deviceId);
+  }
+
   /** Hands on frames still being collected, stops Class C timers, and waits for work in flight. */
   async stop(): Promise<void> {
     this.#dedup.flushAll();

@@ -156,6 +156,7 @@ export class RadioService implements Door {
   deviceDeleted(deviceId: string): void {
     this.sessions.remove(deviceId);
     this.queue.forget(deviceId);
+    this.server.forget(deviceId);
   }
 
   async start(): Promise<{ gwmp?: number; basicStation?: number }> {

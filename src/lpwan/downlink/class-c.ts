@@ -84,6 +84,11 @@ export class ClassCScheduler {
     this.#ackTimers.set(deviceId, timer);
   }
 
+  forget(deviceId: string): void {
+    clearTimeout(this.#ackTimers.get(deviceId));
+    this.#ackTimers.delete(deviceId);
+  }
+
   stop(): void {
     this.#stopped = true;
     for (const timer of this.#ackTimers.values()) clearTimeout(timer);
