@@ -341,6 +341,18 @@ export const CONFIG_SCHEMA = strict({
     },
     serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
   }),
+    // The object form first: a mistake inside it is then the error reported, not "must be false".
+    basicStation: {
+      anyOf: [
+        strict({
+          host: { type: 'string', minLength: 1 },
+          port,
+          auth: { enum: ['token', 'none'] },
+          tls: { anyOf: [{ ...strict({ cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, ca: { type: ['string', 'null'] } }), required: ['cert', 'key'] }, { type: 'null' }] },
+        }),
+        { const: false },
+      ],
+    },
 });
 
 /** Rules across keys of `http.eventStreams` that the schema cannot say. */

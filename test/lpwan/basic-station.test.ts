@@ -341,3 +341,31 @@ test('Class C through a station (dC 2, RX2 only, at once); one uplink heard by a
     removeDir(daemon.dataDir);
   }
 });
+
+test('a TLS file that cannot be used is a configuration error naming its key (exit 2), and so is a taken port', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-bs-config-'));
+  try {
+    writeFileSync(join(dir, 'not-a-cert.pem'), 'hello\n');
+    for (const [tls, key] of [
+      [{ cert: join(dir, 'missing.pem'), key: join(dir, 'missing.key') }, 'radio.basicStation.tls.cert'],
+      [{ cert: join(dir, 'not-a-cert.pem'), key: join(dir, 'not-a-cert.pem') }, 'radio.basicStation.tls.key'],
+      [{ key: join(dir, 'not-a-cert.pem') }, 'radio.basicStation.tls'],
+    ] as const) {
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ radio: { basicStation: { tls } } }));
+      const r = cli(['run', '--config', join(dir, 'config.json'), '--data', join(dir, 'data')], { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0' });
+      assert.equal(r.code, 2, `${JSON.stringify(tls)}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(key.replace(/\./g, '\\.')));
+    }
+    const first = await startDaemon();
+    try {
+      const r = cli(['run', '--data', join(dir, 'data2')], { OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: String(first.basicStationPort) });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /radio\.basicStation\.port: port \d+ on 0\.0\.0\.0 is already in use/);
+    } finally {
+      await first.stop();
+      removeDir(first.dataDir);
+    }
+  } finally {
+    removeDir(dir);
+  }
+});
