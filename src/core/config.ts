@@ -339,8 +339,6 @@ export const CONFIG_SCHEMA = strict({
         }),
       ],
     },
-    serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
-  }),
     // The object form first: a mistake inside it is then the error reported, not "must be false".
     basicStation: {
       anyOf: [
@@ -353,6 +351,8 @@ export const CONFIG_SCHEMA = strict({
         { const: false },
       ],
     },
+    serial: { type: 'array', items: SERIAL_MODEM_SCHEMA },
+  }),
 });
 
 /** Rules across keys of `http.eventStreams` that the schema cannot say. */
@@ -363,17 +363,6 @@ function checkEventStreams(e: OutpostConfig['http']['eventStreams'] | undefined)
   if (e.reservedForApps >= e.max) throw new ConfigError('config key http.eventStreams.reservedForApps: must be below http.eventStreams.max (device tokens need a slot too)');
 }
 
-    basicStation: {
-      anyOf: [
-        { const: false },
-        strict({
-          host: { type: 'string', minLength: 1 },
-          port,
-          auth: { enum: ['token', 'none'] },
-          tls: { anyOf: [{ type: 'null' }, { ...strict({ cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, ca: { type: ['string', 'null'] } }), required: ['cert', 'key'] }] },
-        }),
-      ],
-    },
 /** Rules across keys of `upstream` that the schema cannot say. */
 function checkUpstream(u: UpstreamConfig): void {
   if (!u.url) return;
