@@ -205,6 +205,7 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     subBand: 2,
     classC: { ackTimeoutS: 30, retries: 2 },
     gwmp: { host: '0.0.0.0', port: 1700, maxDatagramBytes: 32768, maxGateways: 1000, gatewayExpirySeconds: 3600 },
+    basicStation: { host: '0.0.0.0', port: 3001, auth: 'token', tls: null },
     serial: [],
   },
 };
@@ -213,7 +214,6 @@ const port = { type: 'integer', minimum: 0, maximum: 65535 };
 const positive = { type: 'integer', minimum: 1 };
 const nonNegative = { type: 'integer', minimum: 0 };
 const strict = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties });
-    basicStation: { host: '0.0.0.0', port: 3001, auth: 'token', tls: null },
 
 const SERIAL_MODEM_SCHEMA = {
   ...strict({
@@ -410,6 +410,7 @@ const ENV_OVERRIDES: Array<[string, string[], 'string' | 'integer']> = [
   ['OUTPOST_HTTP_PORT', ['http', 'port'], 'integer'],
   ['OUTPOST_MQTT_PORT', ['mqtt', 'port'], 'integer'],
   ['OUTPOST_GWMP_PORT', ['radio', 'gwmp', 'port'], 'integer'],
+  ['OUTPOST_BS_PORT', ['radio', 'basicStation', 'port'], 'integer'],
   ['OUTPOST_LOG_LEVEL', ['log', 'level'], 'string'],
   ['OUTPOST_ROLE', ['role'], 'string'],
   ['OUTPOST_RATE_LIMIT', ['limits', 'rate'], 'integer'],
@@ -424,7 +425,6 @@ function envValue(name: string, raw: string, kind: 'string' | 'integer'): unknow
   if (kind === 'string') return raw;
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name}: must be an integer, got ${JSON.stringify(raw)}`);
   return Number(raw);
-  ['OUTPOST_BS_PORT', ['radio', 'basicStation', 'port'], 'integer'],
 }
 
 export interface ConfigSources {
