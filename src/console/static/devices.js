@@ -172,6 +172,14 @@ async function fetchHistory(path, from) {
   return points.reverse();
 }
 
+/** The device's ADR state as GET /device/<id>/lorawan shows it (docs/lpwan.md, "ADR"). */
+function adrSummary(adr) {
+  if (!adr) return '—';
+  if (!adr.enabled) return 'off for this device';
+  const rate = adr.dataRate ?? 'data rate not known yet';
+  return `${rate}, TX power index ${adr.txPower}, ${adr.uplinks}/20 uplinks of history${adr.pending ? ', a LinkADRReq waits for its answer' : ''}`;
+}
+
 function loraSummary(s) {
   const last = s.lastUplink;
   return h(
@@ -181,6 +189,8 @@ function loraSummary(s) {
     h('dt', {}, 'DevEUI'), h('dd', { class: 'mono' }, s.devEui ?? '—'),
     h('dt', {}, 'DevAddr'), h('dd', { class: 'mono' }, s.devAddr ?? '—'),
     h('dt', {}, 'Frame counters'), h('dd', {}, `up ${s.fCntUp}, down ${s.fCntDown}`),
+    h('dt', {}, 'Class'), h('dd', {}, s.class ?? 'A'),
+    h('dt', {}, 'ADR'), h('dd', {}, adrSummary(s.adr)),
     h('dt', {}, 'Last uplink'), h('dd', {}, last ? `${formatTime(last.at)}: ${last.rssi} dBm, SNR ${last.snr} dB, ${last.dataRate}, ${last.frequency} Hz via ${last.source}` : 'none yet'),
     h('dt', {}, 'Queued commands'), h('dd', {}, String(s.queued ?? 0)),
   );
