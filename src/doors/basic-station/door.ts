@@ -344,6 +344,8 @@ export class BasicStationDoor implements RadioSource {
 
   #heartbeat(): void {
     for (const s of this.#sessions.values()) {
+      // A socket already closing (replaced, deleted) ends on its own.
+      if (s.ws.readyState !== s.ws.OPEN) continue;
       if (!s.alive) {
         this.#dropped?.inc({ reason: 'no-pong' });
         s.ws.terminate();
