@@ -4,6 +4,13 @@ import type { RequestContext, Route } from '../doors/http/router.js';
 import { forbid } from '../doors/http/access.js';
 import { chooseEncoding, loadConsoleFiles } from './static-files.js';
 import { LIVE_KINDS, type LiveEvents, type LiveKind } from './live-events.js';
+import type { RecentRadio } from './recent-radio.js';
+
+/** What `GET /device/<id>/radio` needs besides the live events: the remembered radio events and the device lookup (404 `DEVICE_NOT_FOUND`). */
+export interface RadioRouteDeps {
+  recentRadio: RecentRadio;
+  requireDevice: (deviceId: string) => unknown;
+}
 
 function parseKinds(raw: string | null): Set<LiveKind> {
   if (raw === null || raw === '') return new Set(LIVE_KINDS);
@@ -16,10 +23,11 @@ function parseKinds(raw: string | null): Set<LiveKind> {
 }
 
 /**
- * The web console (static files under /console/) and the live event stream `GET /events` it
- * reads; the rest it asks of the device API (`GET /whoami`, `POST /codec/decode`, …).
+ * The web console (static files under /console/), the live event stream `GET /events` it reads and
+ * a device's recent radio events `GET /device/<id>/radio`; the rest it asks of the device API
+ * (`GET /whoami`, `POST /codec/decode`, …).
  */
-export function consoleRoutes(live: LiveEvents): Route[] {
+export function consoleRoutes(live: LiveEvents, radio: RadioRouteDeps): Route[] {
   const files = loadConsoleFiles();
 
   const serveFile = (ctx: RequestContext, name: string) => {
@@ -72,5 +80,21 @@ export function consoleRoutes(live: LiveEvents): Route[] {
         },
       },
     },
+    radioRoute(radio),
   ];
+}
+
+/** The device's last uplink metadata and downlink outcomes (docs/api.md), for its page at a gateway or a central. */
+function radioRoute({ recentRadio, requireDevice }: RadioRouteDeps): Route {
+  return {
+    pattern: '/device/:deviceId/radio',
+    methods: {
+      GET: (ctx) => {
+        const deviceId = ctx.params.deviceId!;
+        requireDevice(deviceId);
+        if (!canReadDevice(ctx.principal(), deviceId)) forbid(`this token may not read device ${deviceId}`);
+        return { status: 200, body: recentRadio.of(deviceId) };
+      },
+    },
+  };
 }

@@ -7,6 +7,7 @@ import { loadTlsFiles } from '../doors/bind-errors.js';
 import type { GatewayHub } from '../sync/central/gateway-hub.js';
 import { LiveEvents } from '../console/live-events.js';
 import { consoleRoutes } from '../console/routes.js';
+import { RecentRadio } from '../console/recent-radio.js';
 import { RadioService } from '../lpwan/radio-service.js';
 import type { DaemonHealth } from '../daemon.js';
 import type { Core } from './core.js';
@@ -123,6 +124,8 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   const requestsByStatus = metrics.counter('outpost_http_requests_total', 'HTTP requests by status');
   const live = new LiveEvents(core.pipeline, core.commands, { limits: config.http.eventStreams, isTokenLive: (id) => core.catalog.isTokenLive(id) });
   live.addSource(core.events);
+  const recentRadio = new RecentRadio(core.events);
+  core.registry.on('deviceDeleted', (deviceId: string) => recentRadio.forget(deviceId));
   metrics.gauge('outpost_console_streams', 'Open live event streams (GET /events)', () => live.streamCount);
   metrics.counterFrom('outpost_console_events_dropped_total', 'Live events not sent to a stream that was not keeping up', () => live.eventsDropped);
   const api = apiRoutes({
@@ -141,7 +144,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   });
   return new HttpDoor({
     http: config.http,
-    routes: [...api, ...consoleRoutes(live), ...stationRoutes(extras.radio.stations), ...(extras.routes ?? [])],
+    routes: [...api, ...consoleRoutes(live, { recentRadio, requireDevice: (id) => core.registry.requireDevice(id) }), ...stationRoutes(extras.radio.stations), ...(extras.routes ?? [])],
     catalog: core.catalog,
     storeHealth: core.store.health,
     rateLimiter: core.rateLimiter,

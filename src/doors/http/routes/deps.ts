@@ -18,7 +18,7 @@ import type { RequestContext } from '../router.js';
 export interface ApiDeps {
   catalog: Catalog;
   /** The aggregates the read paths list from (history, uplinks, tokens, the device list) and codec trials read. */
-  store: Pick<Store, 'devices' | 'assets' | 'tokens' | 'states' | 'uplinks' | 'redecodeJobs' | 'gateways'>;
+  store: Pick<Store, 'devices' | 'assets' | 'tokens' | 'states' | 'uplinks' | 'redecodeJobs' | 'gateways' | 'fleet' | 'managedHere'>;
   registry: Registry;
   pipeline: StatePipeline;
   commands: CommandRouter;

@@ -18,7 +18,7 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
         GET: async (ctx) => {
           const device = readableDevice(deps, ctx);
           // The device, then its assets streamed one by one: their latest values may be large (see streamJson).
-          const head = JSON.stringify({ ...deviceView(device), link: deviceLinks(deps).of(device) });
+          const head = JSON.stringify({ ...deviceView(device), link: deviceLinks(deps).of(device), managed: managedState(deps, device.id) });
           await streamJson(ctx.res, `${head.slice(0, -1)},"assets":[`, eachDeviceAssetView(device.id, store), ']}');
           return { status: 200, written: true };
         },
@@ -69,6 +69,18 @@ function deviceLinks(deps: ApiDeps) {
   return {
     of: (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId, gatewayName: gatewayName(d.gatewayId) } : { type: 'ip' }),
   };
+}
+
+/**
+ * Whether the device is managed from a central (docs/sync.md "Manage a fleet from the central"), for
+ * its page: at a central the definition's newest revision, the one its gateway applied and when
+ * (null before the first); at a gateway the revision it applied. Null when not managed.
+ */
+function managedState(deps: ApiDeps, deviceId: string) {
+  const atCentral = deps.store.fleet.live(deviceId);
+  if (atCentral) return { revision: atCentral.revision, appliedRevision: atCentral.appliedRevision, appliedAt: atCentral.appliedAt === null ? null : iso(atCentral.appliedAt) };
+  const here = deps.store.managedHere.get(deviceId);
+  return here && !here.deleted ? { revision: here.revision } : null;
 }
 
 async function createDevice(deps: ApiDeps, ctx: RequestContext) {

@@ -1,0 +1,107 @@
+import type { DeviceEventSource } from './live-events.js';
+
+/** A device's last uplink as `GET /device/<id>/radio` shows it (docs/api.md). */
+export interface UplinkSummary {
+  at: string;
+  rssi?: number;
+  snr?: number;
+  dataRate?: string;
+  frequency?: number;
+  /** The radio source that heard it (`gwmp`, `basicStation`, …). */
+  source?: string;
+  /** At a central: the gateway that forwarded the event. */
+  gateway?: string;
+  fCnt?: number;
+  fPort?: number;
+}
+
+/** One outcome of a downlink (queued, sent, expired, failed, …). */
+export interface DownlinkSummary {
+  at: string;
+  status: string;
+  id?: string;
+  window?: string;
+  reason?: string;
+  fCnt?: number;
+  fPort?: number;
+  gateway?: string;
+}
+
+export interface RadioSummary {
+  uplink: UplinkSummary | null;
+  downlinks: DownlinkSummary[];
+}
+
+export interface RecentRadioLimits {
+  /** Devices remembered; the least recently heard is forgotten first. */
+  maxDevices: number;
+  /** Downlink outcomes kept per device, newest first. */
+  downlinksPerDevice: number;
+}
+
+const DEFAULT_LIMITS: RecentRadioLimits = { maxDevices: 100_000, downlinksPerDevice: 10 };
+
+/** Copies only the named members of the given type: an event's other members never grow what is kept. */
+function pick<T>(event: Record<string, unknown>, members: Record<string, 'string' | 'number'>): Partial<T> {
+  const out: Record<string, unknown> = {};
+  for (const [name, type] of Object.entries(members)) {
+    if (typeof event[name] === type) out[name] = event[name];
+  }
+  return out as Partial<T>;
+}
+
+const UPLINK_MEMBERS = { rssi: 'number', snr: 'number', dataRate: 'string', frequency: 'number', source: 'string', gateway: 'string', fCnt: 'number', fPort: 'number' } as const;
+const DOWNLINK_MEMBERS = { id: 'string', window: 'string', reason: 'string', fCnt: 'number', fPort: 'number', gateway: 'string' } as const;
+
+/**
+ * The last uplink's radio metadata and the last downlink outcomes of each device, from the same
+ * device events the live view shows (docs/console.md). At a central these are the events its
+ * gateways forward, so a device page opened after the fact still shows how the device was heard
+ * and what became of its commands. Kept in memory only (events are live information, docs/sync.md
+ * "Device events"): empty after a restart until the device is heard again; bounded by
+ * `maxDevices`, so a flood of device IDs cannot grow it without limit.
+ */
+export class RecentRadio {
+  readonly #byDevice = new Map<string, RadioSummary>();
+  readonly #limits: RecentRadioLimits;
+
+  constructor(source: DeviceEventSource, limits: Partial<RecentRadioLimits> = {}) {
+    this.#limits = { ...DEFAULT_LIMITS, ...limits };
+    source.onDeviceEvent((deviceId, event) => this.record(deviceId, event));
+  }
+
+  record(deviceId: string, event: Record<string, unknown>): void {
+    if (event.type !== 'uplink' && event.type !== 'downlink') return;
+    const at = typeof event.at === 'string' ? event.at : new Date().toISOString();
+    const entry = this.#touch(deviceId);
+    if (event.type === 'uplink') {
+      entry.uplink = { at, ...pick<UplinkSummary>(event, UPLINK_MEMBERS) };
+    } else if (typeof event.status === 'string') {
+      entry.downlinks.unshift({ at, status: event.status, ...pick<DownlinkSummary>(event, DOWNLINK_MEMBERS) });
+      entry.downlinks.length = Math.min(entry.downlinks.length, this.#limits.downlinksPerDevice);
+    }
+  }
+
+  /** The device's entry, moved to the newest end of the map (insertion order is the eviction order). */
+  #touch(deviceId: string): RadioSummary {
+    const entry = this.#byDevice.get(deviceId) ?? { uplink: null, downlinks: [] };
+    this.#byDevice.delete(deviceId);
+    this.#byDevice.set(deviceId, entry);
+    if (this.#byDevice.size > this.#limits.maxDevices) this.#byDevice.delete(this.#byDevice.keys().next().value!);
+    return entry;
+  }
+
+  of(deviceId: string): RadioSummary {
+    const entry = this.#byDevice.get(deviceId);
+    return entry ? { uplink: entry.uplink, downlinks: [...entry.downlinks] } : { uplink: null, downlinks: [] };
+  }
+
+  /** A deleted device's entry goes with it (its ID may not come back, but its memory should not stay). */
+  forget(deviceId: string): void {
+    this.#byDevice.delete(deviceId);
+  }
+
+  get size(): number {
+    return this.#byDevice.size;
+  }
+}
