@@ -92,3 +92,18 @@ test('a station that stops reading is disconnected once its queue passes the bou
     await eventually(() => (door.health().detail!.connected as number) === 0, 5000, 'no session left');
   }, { maxQueuedBytes: 256 * 1024, messagesPerSecond: 100_000, messagesBurst: 100_000 });
 });
+
+test('a station that stops answering pings is dropped', { timeout: 30_000 }, async () => {
+  await withDoor(async (door, _frames, metrics, url) => {
+    const mute = await StationSimulator.open(url('00000000000000CC'));
+    const alive = await StationSimulator.open(url('00000000000000DD'));
+    await mute.hello();
+    // Not reading its socket, it sends no pong either.
+    (mute.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    await eventually(() => counter(metrics, 'outpost_bs_dropped_total', 'no-pong') === 1, 10_000, 'the mute station dropped');
+    await sleep(600);
+    assert.equal(door.health().detail!.connected, 1, 'the station that answers stays');
+    alive.close();
+    mute.close();
+  }, { pingIntervalMs: 200 });
+});

@@ -72,13 +72,14 @@ export const BASIC_STATION_LIMITS = {
   maxQueuedBytes: 1024 * 1024,
   /** Downlinks waiting for their `dntxed` at once. */
   maxPending: 4096,
+  /** A station is pinged this often and dropped when it did not answer the previous ping. */
+  pingIntervalMs: 30_000,
 };
 
 export type BasicStationLimits = typeof BASIC_STATION_LIMITS;
 
 const KNOWN_TYPES = new Set(['version', 'updf', 'jreq', 'propdf', 'dntxed', 'timesync']);
 const DISCOVERY_TIMEOUT_MS = 5000;
-const PING_INTERVAL_MS = 30_000;
 
 interface StationSession {
   eui: string;
@@ -174,7 +175,7 @@ export class BasicStationDoor implements RadioSource {
       }
     });
     server.on('clientError', (_err, socket) => socket.destroy());
-    this.#ping = setInterval(() => this.#heartbeat(), PING_INTERVAL_MS);
+    this.#ping = setInterval(() => this.#heartbeat(), this.#limits.pingIntervalMs);
     this.#ping.unref();
     return new Promise((resolve, reject) => {
       server.once('error', reject);
