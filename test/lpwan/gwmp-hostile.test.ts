@@ -70,6 +70,13 @@ test('a stat nested 30 000 deep is refused: /healthz stays 200, outpost status w
     assert.equal(human.code, 0, human.stderr);
     const doctor = cli(['doctor', '--data', daemon.dataDir]);
     assert.ok(doctor.code === 0 || doctor.code === 1, `doctor exited ${doctor.code}: ${doctor.stderr}`);
+    // Backup works, and restore refuses (a daemon runs) without taking the daemon down.
+    const backup = join(daemon.dataDir, 'after-hostile.db');
+    const saved = cli(['backup', backup, '--data', daemon.dataDir]);
+    assert.equal(saved.code, 0, saved.stderr);
+    const restore = cli(['restore', backup, '--yes', '--data', daemon.dataDir]);
+    assert.notEqual(restore.code, 0);
+    assert.match(restore.stderr + restore.stdout, /daemon/);
     assert.equal((await api(daemon.url, 'GET', '/healthz')).status, 200);
     assert.equal(daemon.proc.exitCode, null, 'the daemon is still running');
     sock.close();
