@@ -276,3 +276,23 @@ test('copies through two sources are one uplink; a receive-only source with the 
     await t.close();
   }
 });
+
+test('MAC answers that do not all fit in FOpts: whole commands only, never one cut in two', async () => {
+  const t = setup();
+  try {
+    const id = t.device('d');
+    const keys = { devAddr: '26000006', nwkSKey: key(15), appSKey: key(16) };
+    t.abp(id, keys);
+    // Four LinkCheckReq then a DeviceTimeReq: answers of 4 × 3 + 6 = 18 bytes; the DeviceTimeAns does not fit whole.
+    t.source.hear(uplinkFrame(keys, { fCnt: 0, fOpts: Buffer.from([0x02, 0x02, 0x02, 0x02, 0x0d]) }), { snr: 5 });
+    await t.radio.server.settle();
+    const down = readDownlink(keys, t.source.sent[0]!.payload, 0);
+    assert.ok(down.micValid);
+    assert.equal(down.fOpts.length, 12);
+    assert.deepEqual([down.fOpts[0], down.fOpts[3], down.fOpts[6], down.fOpts[9]], [0x02, 0x02, 0x02, 0x02]);
+    const sent = t.seen.find(([, e]) => e.type === 'downlink')![1];
+    assert.deepEqual((sent.macCommands as Array<{ cid: string }>).map((c) => c.cid), ['LinkCheckAns', 'LinkCheckAns', 'LinkCheckAns', 'LinkCheckAns']);
+  } finally {
+    await t.close();
+  }
+});

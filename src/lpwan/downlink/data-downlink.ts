@@ -43,7 +43,15 @@ const FOPTS_MAX = 15;
 export async function sendDataDownlink(parts: ServerParts, device: LiveDevice, session: LiveSession, chance: DownlinkChance): Promise<void> {
   const { queue, region, devices, settings } = parts;
   const mac = device.mac;
-  const answers = Buffer.concat(chance.macAnswers.map((a) => a.bytes)).subarray(0, FOPTS_MAX);
+  // Whole MAC answers only, as many as FOpts holds (a command cut in two would confuse the device).
+  const included: MacAnswer[] = [];
+  let answerBytes = 0;
+  for (const a of chance.macAnswers) {
+    if (answerBytes + a.bytes.length > FOPTS_MAX) continue;
+    included.push(a);
+    answerBytes += a.bytes.length;
+  }
+  const answers = Buffer.concat(included.map((a) => a.bytes));
   const adrOn = settings.adr !== false && device.adr;
   const linkAdr = adrOn && mac.adrPending && !mac.adrPending.sent ? linkAdrRequests(mac.adrPending, region.linkAdrMasks(settings.subBand)) : undefined;
   const withAdr = linkAdr && answers.length + linkAdr.length <= FOPTS_MAX ? Buffer.concat([answers, linkAdr]) : undefined;
@@ -119,7 +127,7 @@ export async function sendDataDownlink(parts: ServerParts, device: LiveDevice, s
     if (!item) parts.logger.warn({ deviceId: device.deviceId, problems: outcome.problems }, 'acknowledgement or MAC command not sent');
     return;
   }
-  const shown = chance.macAnswers.filter((_, i) => Buffer.concat(chance.macAnswers.slice(0, i + 1).map((a) => a.bytes)).length <= FOPTS_MAX).map((a) => a.shown);
+  const shown = included.map((a) => a.shown);
   if (carriesAdr) {
     const pending = mac.adrPending!;
     shown.push({ cid: 'LinkADRReq', dataRate: dataRateName(region.dataRates[pending.dataRate]!), txPower: pending.txPower, nbTrans: pending.nbTrans });
