@@ -22,6 +22,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   let pendingCommands: PendingCommands = new SqlitePendingCommands(core.store.gateways);
   // Several nodes (docs/scale-out.md): PostgreSQL behind the same ports, loaded only when configured.
   const scaleOut = core.config.central.postgres ? await import('../scale-out/compose.js').then((m) => m.scaleOutParts(core)) : undefined;
+  const cluster = core.config.central.redis ? await import('../scale-out/compose.js').then((m) => m.brokerCluster(core)) : undefined;
   if (scaleOut) {
     presence = scaleOut.presence(presence);
     pendingCommands = scaleOut.pendingCommands;
@@ -66,7 +67,8 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     scaleOut?.door((gatewayId) => hub.deliverKept(gatewayId)),
     await upstreamDoor(core, radio),
     await serialDoor(core, radio),
-    await mqttDoor(core, hub),
+    cluster?.door,
+    await mqttDoor(core, hub, cluster?.broker),
     radio,
     httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id), fleet, core.store, (id) => hub.forget(id)) }),
   ]);

@@ -5,6 +5,7 @@ import { HttpDoor } from '../doors/http/door.js';
 import { apiRoutes } from '../doors/http/routes.js';
 import { loadTlsFiles } from '../doors/bind-errors.js';
 import type { GatewayHub } from '../sync/central/gateway-hub.js';
+import type { BrokerCluster } from '../doors/mqtt/broker.js';
 import { LiveEvents } from '../console/live-events.js';
 import { consoleRoutes } from '../console/routes.js';
 import { RecentRadio } from '../console/recent-radio.js';
@@ -86,7 +87,7 @@ export async function serialDoor(core: Core, radio: RadioService): Promise<Door 
  * The MQTT broker door (`mqtt.enabled`). The TLS certificate and key are read and checked here,
  * before any port is opened. `gateways` (central role) get their sessions and commands through it.
  */
-export async function mqttDoor(core: Core, gateways?: GatewayHub): Promise<Door | undefined> {
+export async function mqttDoor(core: Core, gateways?: GatewayHub, cluster?: BrokerCluster): Promise<Door | undefined> {
   const { config } = core;
   if (!config.mqtt.enabled) return undefined;
   if (config.mqtt.tls.enabled) loadTlsFiles(config.mqtt.tls);
@@ -104,6 +105,7 @@ export async function mqttDoor(core: Core, gateways?: GatewayHub): Promise<Door 
     logger: core.logger,
     clock: core.clock,
     gateways,
+    cluster,
   });
   gateways?.attach((topic, payload, retain) => door.publishAsService(topic, payload, retain));
   return door;

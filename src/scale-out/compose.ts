@@ -1,4 +1,6 @@
+import { ConfigError } from '../core/config.js';
 import type { Core } from '../roles/core.js';
+import { redisCluster, redisHealthDoor } from './redis-cluster.js';
 import type { GatewayPresence, PendingCommands } from '../sync/central/ports.js';
 import { CatalogReplica } from './catalog-replica.js';
 import { CentralDatabase } from './postgres.js';
@@ -34,4 +36,14 @@ export function scaleOutParts(core: Core) {
     },
     door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, logger: core.logger, keptFor }),
   };
+}
+
+/** `central.redis`: the MQTT doors of the nodes share messages through Redis; only with PostgreSQL behind them. */
+export async function brokerCluster(core: Core) {
+  if (!core.config.central.postgres) {
+    throw new ConfigError('config key central.redis: needs central.postgres (several nodes share their store in PostgreSQL, their MQTT messages in Redis)');
+  }
+  const cluster = await redisCluster(core.config.central.redis!);
+  core.metrics.gauge('outpost_redis_up', '1 while this node is connected to Redis', () => (cluster.health().status === 'ok' ? 1 : 0));
+  return { broker: cluster, door: redisHealthDoor(() => cluster.health()) };
 }

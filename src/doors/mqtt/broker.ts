@@ -9,6 +9,13 @@ import { createFanout } from '../../doors/mqtt/fanout.js';
 import { listen } from '../../doors/listen.js';
 import { guardPacketSizes, PUBLISH_HEADER_ROOM, type PacketLimits, type PacketViolation } from '../../doors/mqtt/packet-guard.js';
 
+/** Several central nodes (docs/scale-out.md): a broker id of its own, and the shared emitter and persistence. */
+export interface BrokerCluster {
+  id: string;
+  mq: AedesOptions['mq'];
+  persistence: unknown;
+}
+
 export type BrokerHooks = Pick<AedesOptions, 'authenticate' | 'authorizePublish' | 'authorizeSubscribe' | 'authorizeForward'>;
 
 export type MqttPorts = {
@@ -17,12 +24,13 @@ export type MqttPorts = {
 };
 
 /** The embedded aedes broker with the door's settings (docs/mqtt.md) and hooks. */
-export function createBroker(config: OutpostConfig['mqtt'], hooks: BrokerHooks): Promise<Aedes> {
+export function createBroker(config: OutpostConfig['mqtt'], hooks: BrokerHooks, cluster?: BrokerCluster): Promise<Aedes> {
   return Aedes.createBroker({
-    id: 'outpost',
+    id: cluster?.id ?? 'outpost',
     // Fan-out without aedes' default delivery queue, whose drain recursed into a stack overflow
-    // (see fanout.ts).
-    mq: createFanout(),
+    // (see fanout.ts). Several central nodes: the same, through Redis (docs/scale-out.md).
+    mq: cluster?.mq ?? createFanout(),
+    ...(cluster ? { persistence: cluster.persistence } : {}),
     // Slow or frozen subscribers are cut off instead of holding buffers forever.
     drainTimeout: 20_000,
     connectTimeout: 15_000,

@@ -11,7 +11,7 @@ import type { DeviceEvents } from '../../ingest/device-events.js';
 import type { MetricsRegistry } from '../../ops/metrics.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Door } from '../../doors/door.js';
-import { createBroker, MqttListeners, type MqttPorts } from '../../doors/mqtt/broker.js';
+import { createBroker, MqttListeners, type BrokerCluster, type MqttPorts } from '../../doors/mqtt/broker.js';
 import { consumeClientPublishes } from '../../doors/mqtt/client-publishes.js';
 import { MqttCommandSink } from '../../doors/mqtt/command-sink.js';
 import { CommandIntake } from '../../doors/mqtt/command-intake.js';
@@ -44,6 +44,8 @@ export interface MqttDoorDeps {
   clock: Clock;
   /** Central role: sessions of `gateway:` tokens (docs/sync.md). Without it gateway tokens are refused. */
   gateways?: GatewaySessions;
+  /** Several central nodes (docs/scale-out.md): the broker's messages and persistence through Redis. */
+  cluster?: BrokerCluster;
 }
 
 /**
@@ -74,7 +76,7 @@ export class MqttDoor implements Door {
     this.#metrics = metrics;
     const subscriptions = this.#subscriptions;
     this.#sessions = new MqttSessions({ config, catalog, logger, metrics, subscriptions, gateways });
-    this.#publisher = new ServicePublisher({ config, clock, metrics, subscriptions, retained: this.retained });
+    this.#publisher = new ServicePublisher({ config, clock, metrics, subscriptions, retained: this.retained, everywhere: deps.cluster !== undefined });
     const refusals = new Refusals({ pipeline: deps.pipeline, logger, metrics });
     const sessions = this.#sessions;
     this.#gate = new SubscribeGate({ config, catalog, logger, metrics, sessions, subscriptions, refusals, gateways });
@@ -98,8 +100,9 @@ export class MqttDoor implements Door {
       authorizePublish: this.#intake.authorizePublish,
       authorizeSubscribe: this.#gate.authorizeSubscribe,
       authorizeForward: this.#gate.authorizeForward,
-    });
+    }, this.#deps.cluster);
     this.#broker = broker;
+    if (this.#deps.cluster) this.#followFeeds(this.#deps.cluster);
     consumeClientPublishes(broker);
     this.#publisher.attach(broker);
     broker.on('client', (client) => sessions.opened(client));
@@ -145,6 +148,24 @@ export class MqttDoor implements Door {
     registry.off('assetDeleted', this.#onAssetDeleted);
     registry.off('deviceDeleted', this.#onDeviceDeleted);
     catalog.off('externalChange', this.#onExternalChange);
+  }
+
+  /**
+   * Several nodes: the feed messages other nodes publish keep this node's retained feed current,
+   * so a new subscriber here gets the latest state whichever node stored it.
+   */
+  #followFeeds(cluster: BrokerCluster): void {
+    cluster.mq!.on('device/+/asset/+/feed', (packet: { topic: string; payload?: unknown }, done: () => void) => {
+      try {
+        const [, deviceId, , name] = packet.topic.split('/');
+        const message = JSON.parse(Buffer.from(packet.payload as Buffer).toString('utf8')) as { value: unknown; at: string };
+        const at = Date.parse(message.at);
+        if (deviceId && name && Number.isFinite(at)) this.retained.offer(deviceId, name, at, JSON.stringify(message.value));
+      } catch {
+        // Not a feed message of ours: nothing to keep.
+      }
+      done();
+    });
   }
 
   /** For the central's gateway sessions: publish as the service (status retained, queued commands, errors). */

@@ -27,6 +27,11 @@ export interface PublisherDeps {
   metrics: MqttMetrics;
   subscriptions: SubscriptionIndex;
   retained: RetainedFeed;
+  /**
+   * Several central nodes (docs/scale-out.md): subscribers may be on another node, which this
+   * node's subscription index does not know, so every message is published.
+   */
+  everywhere?: boolean;
 }
 
 /**
@@ -59,6 +64,14 @@ export class ServicePublisher {
     this.#errorReports.sweep(this.#deps.clock.now());
   }
 
+  #reaches(deviceId: string, kind: Parameters<SubscriptionIndex['mayReach']>[1]): boolean {
+    return this.#deps.everywhere === true || this.#deps.subscriptions.mayReach(deviceId, kind);
+  }
+
+  #reachesTopic(deviceId: string, topic: string): boolean {
+    return this.#deps.everywhere === true || this.#deps.subscriptions.reaches(deviceId, topic);
+  }
+
   publish(topic: string, payload: Buffer | string, qos: 0 | 1, retain = false): void {
     this.#broker?.publish({ cmd: 'publish', topic, payload: typeof payload === 'string' ? Buffer.from(payload) : payload, qos, retain, dup: false }, noop);
   }
@@ -68,15 +81,14 @@ export class ServicePublisher {
     const deviceId = event.device.id;
     const name = event.asset.name;
     this.#deps.retained.offer(deviceId, name, event.at, event.valueJson);
-    const subscriptions = this.#deps.subscriptions;
     // A re-decode's correction is a feed message only: the device sent nothing to echo.
-    if (!event.correction && subscriptions.mayReach(deviceId, 'state')) {
+    if (!event.correction && this.#reaches(deviceId, 'state')) {
       const echo = assetTopic(deviceId, name, 'state');
-      if (subscriptions.reaches(deviceId, echo)) this.publish(echo, echoPayload(event), 1);
+      if (this.#reachesTopic(deviceId, echo)) this.publish(echo, echoPayload(event), 1);
     }
-    if (subscriptions.mayReach(deviceId, 'feed')) {
+    if (this.#reaches(deviceId, 'feed')) {
       const feed = assetTopic(deviceId, name, 'feed');
-      if (subscriptions.reaches(deviceId, feed)) this.publish(feed, feedPayload(event), 1);
+      if (this.#reachesTopic(deviceId, feed)) this.publish(feed, feedPayload(event), 1);
     }
   };
 
@@ -84,9 +96,9 @@ export class ServicePublisher {
 
   /** Radio and delivery events on `device/<id>/events` (QoS 0). */
   readonly onDeviceEvent = (deviceId: string, event: DeviceEvent): void => {
-    if (!this.#deps.subscriptions.mayReach(deviceId, 'events')) return;
+    if (!this.#reaches(deviceId, 'events')) return;
     const topic = eventsTopic(deviceId);
-    if (this.#deps.subscriptions.reaches(deviceId, topic)) this.publish(topic, eventPayload(event), 0);
+    if (this.#reachesTopic(deviceId, topic)) this.publish(topic, eventPayload(event), 0);
   };
 
   /**
@@ -94,9 +106,9 @@ export class ServicePublisher {
    * mqtt.errorsPerSecond; the next delivered report says how many were held back (`dropped`).
    */
   publishError(deviceId: string, error: ErrorReport): void {
-    if (!this.#deps.subscriptions.mayReach(deviceId, 'errors')) return;
+    if (!this.#reaches(deviceId, 'errors')) return;
     const topic = errorsTopic(deviceId);
-    if (!this.#deps.subscriptions.reaches(deviceId, topic)) return;
+    if (!this.#reachesTopic(deviceId, topic)) return;
     if (this.#errorReports.take(deviceId, this.#deps.clock.now()) > 0) {
       this.#droppedReports.set(deviceId, (this.#droppedReports.get(deviceId) ?? 0) + 1);
       this.#deps.metrics.reportsDropped.inc();
