@@ -6,6 +6,7 @@ import { apiRoutes } from '../doors/http/routes.js';
 import { loadTlsFiles } from '../doors/bind-errors.js';
 import type { GatewayHub } from '../sync/central/gateway-hub.js';
 import type { BrokerCluster } from '../doors/mqtt/broker.js';
+import type { ServiceError } from '../core/errors.js';
 import { LiveEvents } from '../console/live-events.js';
 import { consoleRoutes } from '../console/routes.js';
 import { RecentRadio } from '../console/recent-radio.js';
@@ -117,6 +118,8 @@ export interface HttpDoorExtras {
   health: () => DaemonHealth;
   /** Routes only this role serves (central: the gateways). */
   routes?: Route[];
+  /** Central nodes on PostgreSQL: writes refused while it is away (docs/scale-out.md). */
+  writesRefused?: () => ServiceError | undefined;
 }
 
 /** The HTTP API and the console (`http.enabled`). */
@@ -159,6 +162,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
     // Not reloadable: parsers get it when the doors open.
     jsonDepth: config.limits.jsonDepth,
     requestsByStatus,
+    writesRefused: extras.writesRefused,
     // Event streams never end by themselves: end them first so closing does not wait on browsers.
     endStreams: () => live.close(),
   });

@@ -1,4 +1,5 @@
 import { ConfigError } from '../core/config.js';
+import { ServiceError } from '../core/errors.js';
 import type { Core } from '../roles/core.js';
 import { redisCluster, redisHealthDoor } from './redis-cluster.js';
 import type { GatewayPresence, PendingCommands } from '../sync/central/ports.js';
@@ -34,6 +35,8 @@ export function scaleOutParts(core: Core) {
         closed: (id, at) => Promise.all([local.closed(id, at), pgPresence.closed(id, at)]).then(() => {}),
       };
     },
+    /** A node that lost PostgreSQL takes no writes (its probe notices within 2 s; a failed write at once). */
+    writesRefused: () => (db.failing ? new ServiceError('STORE_UNAVAILABLE', `store unavailable: PostgreSQL does not answer (${db.health().error})`, { retryAfter: 5 }) : undefined),
     door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, logger: core.logger, keptFor }),
   };
 }

@@ -122,6 +122,11 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
       const r = await api(central!.url, 'PUT', `/device/${direct.id}/asset/x/state`, { token: direct.token, json: { value: 1 } });
       return r.status === 503 && r.body?.code === 'STORE_UNAVAILABLE';
     });
+    // Catalog writes too: nothing is taken that the other nodes could not see.
+    const create = await api(central!.url, 'POST', '/devices', { token: app, json: { name: 'refused' } });
+    assert.equal(create.status, 503, create.text);
+    assert.equal(create.body.code, 'STORE_UNAVAILABLE');
+    assert.ok(create.headers.get('retry-after'));
     const health = await api(central!.url, 'GET', '/healthz');
     assert.equal(health.status, 200);
     assert.equal(health.body.postgres.status, 'failing');
@@ -139,5 +144,41 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     assert.deepEqual([...stored].sort((a, b) => a - b), sent, 'every acknowledged state stored');
     const r = await api(central!.url, 'PUT', `/device/${direct.id}/asset/x/state`, { token: direct.token, json: { value: 2 } });
     assert.equal(r.status, 200, r.text);
+    assert.equal((await api(central!.url, 'POST', '/devices', { token: app, json: { name: 'taken' } })).status, 201);
+  });
+
+  await t.test('outpost migrate --copy moves a SQLite central into PostgreSQL: a new node serves its devices, tokens and history', async () => {
+    const oldDir = tempDataDir();
+    const newDir = tempDataDir();
+    try {
+      const single = await startDaemon({ dataDir: oldDir, env: { OUTPOST_ROLE: 'central' } });
+      const ops = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,admin'], oldDir).token;
+      const pump = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'old-pump'], oldDir);
+      cliJson(['asset', 'create', pump.id, '--name', 'p', '--is', 'sensor', '--profile', '{"type":"number"}'], oldDir);
+      for (const value of [1.5, 2.5, 3.5]) assert.equal((await api(single.url, 'PUT', `/device/${pump.id}/asset/p/state`, { token: pump.token, json: { value } })).status, 200);
+      await single.stop();
+      const target = await pg.createDatabase();
+      const copy = cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_POSTGRES_URL: target });
+      assert.equal(copy.code, 0, copy.stderr);
+      const copied = JSON.parse(copy.stdout);
+      assert.equal(copied.states, 3);
+      assert.ok(copied.catalogRows >= 4, `${copied.catalogRows} catalog rows`);
+      // Run again (an interrupted copy): nothing twice.
+      assert.equal(JSON.parse(cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_POSTGRES_URL: target }).stdout).duplicates, 3);
+      const node = await startDaemon({ dataDir: newDir, env: { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: target } });
+      try {
+        const view = await api(node.url, 'GET', `/device/${pump.id}`, { token: ops });
+        assert.equal(view.status, 200, view.text);
+        assert.equal(view.body.name, 'old-pump');
+        await until('the history at the new node', async () => (await api(node.url, 'GET', `/device/${pump.id}/asset/p/states`, { token: ops })).body?.data?.length === 3, 5000);
+        const put = await api(node.url, 'PUT', `/device/${pump.id}/asset/p/state`, { token: pump.token, json: { value: 4.5 } });
+        assert.equal(put.status, 200, 'the device token works at the new node');
+      } finally {
+        await node.stop();
+      }
+    } finally {
+      removeDir(oldDir);
+      removeDir(newDir);
+    }
   });
 });

@@ -21,6 +21,11 @@ export interface HttpServerOptions {
   /** Deepest nesting of a JSON body (`limits.jsonDepth`). */
   jsonDepth: number;
   requestsByStatus: Counter;
+  /**
+   * Why writes are refused right now (a central node without its PostgreSQL, docs/scale-out.md):
+   * every request but GET is answered with it; undefined when writes go through.
+   */
+  writesRefused?: () => ServiceError | undefined;
 }
 
 const METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'DELETE'];
@@ -74,6 +79,10 @@ export function createHttpServer(options: HttpServerOptions): Server {
     }
     const { ctx, bodyRead } = requestContext(req, res, matched.params, query, options);
     if (!matched.route.public) ctx.principal();
+    if (req.method !== 'GET' && options.writesRefused) {
+      const refusal = options.writesRefused();
+      if (refusal) throw refusal;
+    }
     try {
       return await handler(ctx);
     } finally {
