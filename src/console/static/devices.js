@@ -4,6 +4,7 @@ import { get, openEventStream } from './api.js';
 import { ago, field, formatTime, formatValue, h, table } from './dom.js';
 import { commandForm } from './command-form.js';
 import { loadPlotting, plotHistory } from './plot.js';
+import { downlinkText, gatewayLink, uplinkText, viaGateway } from './radio.js';
 
 export async function devicesPage(container) {
   const devices = await get('/devices');
@@ -69,7 +70,7 @@ function linkBadge(link) {
     const signal = link.rssi !== undefined ? ` ${link.rssi} dBm, SNR ${link.snr} dB` : link.at ? '' : ' (no uplink yet)';
     return h('span', { class: 'badge', title: link.at ? `last uplink ${link.at}` : '' }, `LoRa${signal}`);
   }
-  if (link.type === 'gateway') return h('span', { class: 'badge', title: `gateway ID ${link.gatewayId}` }, `behind gateway ${link.gatewayName ?? link.gatewayId}`);
+  if (link.type === 'gateway') return h('span', { class: 'badge', title: `gateway ID ${link.gatewayId}` }, 'behind gateway ', gatewayLink(link.gatewayId, link.gatewayName));
   return h('span', { class: 'badge' }, link.type);
 }
 
@@ -89,9 +90,11 @@ export async function devicePage(container, [deviceId], { can }) {
   });
 
   const liveStatus = h('span', { class: 'muted', role: 'status' }, 'Live: connecting…');
+  const managed = managedText(device);
   container.append(
     h('h1', {}, device.title || device.name),
-    h('dl', { class: 'kv card' }, h('dt', {}, 'ID'), h('dd', { class: 'mono' }, device.id), h('dt', {}, 'Name'), h('dd', {}, device.name), h('dt', {}, 'Description'), h('dd', {}, device.description ?? '—'), h('dt', {}, 'Created'), h('dd', {}, formatTime(device.createdOn)), h('dt', {}, 'Link'), h('dd', {}, linkBadge(device.link))),
+    h('dl', { class: 'kv card' }, h('dt', {}, 'ID'), h('dd', { class: 'mono' }, device.id), h('dt', {}, 'Name'), h('dd', {}, device.name), h('dt', {}, 'Description'), h('dd', {}, device.description ?? '—'), h('dt', {}, 'Created'), h('dd', {}, formatTime(device.createdOn)), h('dt', {}, 'Link'), h('dd', { dataset: { field: 'link' } }, linkBadge(device.link)),
+      managed && [h('dt', {}, 'Managed'), h('dd', { dataset: { field: 'managed' } }, managed)]),
     liveStatus,
     h('h2', {}, 'Assets'),
     table(['Name', 'Kind', 'Profile', 'Latest value', 'At'], assetRows, { label: 'Assets' }),
@@ -103,6 +106,9 @@ export async function devicePage(container, [deviceId], { can }) {
     const lorawan = await get(`${base}/lorawan`).catch(() => null);
     if (lorawan) container.append(h('h2', {}, 'LoRaWAN'), loraSummary(lorawan));
   }
+
+  const radio = radioSection(device, await get(`${base}/radio`).catch(() => null));
+  container.append(radio.element);
 
   const actuators = device.assets.filter((a) => a.is === 'actuator');
   if (can('command') && actuators.length > 0) {
@@ -119,13 +125,15 @@ export async function devicePage(container, [deviceId], { can }) {
     for (const asset of device.assets) {
       const section = h('section', { class: 'card', 'aria-label': `History of ${asset.name}` }, h('h3', {}, asset.name));
       history.append(section);
-      const points = await fetchHistory(`${base}/asset/${encodeURIComponent(asset.name)}/states`, from);
+      const plotted = isNumeric(asset);
+      const points = await fetchHistory(`${base}/asset/${encodeURIComponent(asset.name)}/states`, from, plotted ? PLOT_POINTS : TABLE_ROWS);
       if (points.length === 0) {
         section.append(h('p', { class: 'muted' }, 'No state in this range.'));
-      } else if (isNumeric(asset)) {
-        plots.set(asset.name, plotHistory(section, asset, points));
+      } else if (plotted) {
+        plots.set(asset.name, plotHistory(section, asset, points.reverse()));
       } else {
-        section.append(table(['At', 'Value'], points.slice(0, 50).map((p) => h('tr', {}, h('td', {}, formatTime(p.at)), h('td', { class: 'value' }, formatValue(p.value)))), { label: `States of ${asset.name}` }));
+        section.append(table(['At', 'Value'], points.map((p) => h('tr', {}, h('td', {}, formatTime(p.at)), h('td', { class: 'value' }, formatValue(p.value)))), { label: `States of ${asset.name}` }));
+        if (points.length === TABLE_ROWS) section.append(h('p', { class: 'muted' }, `The newest ${TABLE_ROWS} states in this range.`));
       }
     }
   };
@@ -145,8 +153,12 @@ export async function devicePage(container, [deviceId], { can }) {
   }
 
   const stop = openEventStream(
-    `?device=${encodeURIComponent(device.id)}&kinds=state`,
+    `?device=${encodeURIComponent(device.id)}&kinds=state,radio`,
     (event) => {
+      if (event.kind === 'radio') {
+        radio.add(event);
+        return;
+      }
       const cells = latestCells.get(event.asset);
       if (!cells) return;
       cells.value.textContent = formatValue(event.value);
@@ -160,16 +172,84 @@ export async function devicePage(container, [deviceId], { can }) {
   return stop;
 }
 
-async function fetchHistory(path, from) {
+/**
+ * Whether the central manages this device (docs/sync.md, "Manage a fleet from the central"): the
+ * revision of its definition and whether its gateway applied it. Null when there is nothing to say.
+ */
+function managedText(device) {
+  const m = device.managed;
+  if (!m) return device.gatewayId ? 'no: created at its gateway, its definition flows up from there' : null;
+  if (m.appliedRevision === undefined) return `by the central (revision ${m.revision}): change it there`;
+  if (m.appliedRevision >= m.revision) return `yes, revision ${m.revision}, applied by its gateway ${formatTime(m.appliedAt)}`;
+  return `yes, revision ${m.revision}, not yet applied by its gateway (${m.appliedRevision ? `it has revision ${m.appliedRevision}` : 'none applied yet'})`;
+}
+
+/**
+ * The device's last uplink (signal, data rate, frequency, the gateway that heard it) and what
+ * became of its last commands, from `GET /device/<id>/radio` and then the live radio events. Hidden
+ * for a device never heard by radio (an IP device), unless it has LoRaWAN settings.
+ */
+function radioSection(device, initial) {
+  const gatewayName = (id) => (device.link?.type === 'gateway' && device.link.gatewayId === id ? device.link.gatewayName : undefined);
+  const lastUplink = h('dd', { dataset: { field: 'last-uplink' } }, 'none yet');
+  const outcomeTable = table(['At', 'Outcome', 'Frame counter'], [], { label: 'Command outcomes' });
+  const outcomes = outcomeTable.querySelector('tbody');
+  const noOutcome = h('p', { class: 'muted' }, 'No downlink yet.');
+  const element = h('section', { 'aria-label': 'Radio', hidden: !(initial?.uplink || initial?.downlinks?.length || device.link?.type === 'lorawan') },
+    h('h2', {}, 'Radio'),
+    h('p', { class: 'muted' }, 'What this daemon has heard since it started: it keeps radio events in memory only.'),
+    h('dl', { class: 'kv card' }, h('dt', {}, 'Last uplink'), lastUplink),
+    h('h3', {}, 'Command outcomes'),
+    noOutcome,
+    outcomeTable);
+  outcomeTable.hidden = true;
+  const showUplink = (e) => lastUplink.replaceChildren(`${formatTime(e.at)}: ${uplinkText(e)}`, ...viaGateway(e, gatewayName));
+  const addOutcome = (e, where = 'prepend') => {
+    const row = h('tr', { dataset: { status: e.status } }, h('td', {}, formatTime(e.at)), h('td', { class: e.status === 'sent' || e.status === 'acked' ? 'ok' : e.status === 'queued' ? '' : 'warn' }, downlinkText(e), ...viaGateway(e, gatewayName)), h('td', {}, e.fCnt ?? '—'));
+    outcomes[where](row);
+    while (outcomes.childElementCount > 10) outcomes.lastElementChild.remove();
+    noOutcome.hidden = true;
+    outcomeTable.hidden = false;
+  };
+  if (initial?.uplink) showUplink(initial.uplink);
+  for (const d of initial?.downlinks ?? []) addOutcome(d, 'append');
+  return {
+    element,
+    add(e) {
+      if (e.type === 'uplink') showUplink(e);
+      else if (e.type === 'downlink' && e.status) addOutcome(e);
+      else return;
+      element.hidden = false;
+    },
+  };
+}
+
+/** A plot draws up to 5 000 points: more than a phone screen can show, few enough for a Pi to serve quickly. */
+const PLOT_POINTS = 5000;
+/** A non-numeric asset's table shows its newest 50 states. */
+const TABLE_ROWS = 50;
+/** Values fetched for one asset at most, whatever their number: a few large strings must not cost the browser hundreds of MB. */
+const HISTORY_BYTES = 2 * 1048576;
+
+const valueBytes = (value) => (typeof value === 'string' ? value.length : (JSON.stringify(value) ?? '').length);
+
+/**
+ * The newest `want` states from `from` on, newest first. It asks for no more than it will show and
+ * stops following `next` cursors once it has them, or once HISTORY_BYTES of values have come (each
+ * page is itself bounded by the gateway's `http.pageBytes`, docs/api.md "Pages").
+ */
+async function fetchHistory(path, from, want) {
   const points = [];
+  let bytes = 0;
   let cursor = null;
-  // Up to 5 000 points: more than a phone screen can show, few enough for a Pi to serve quickly.
   do {
-    const page = await get(`${path}?from=${encodeURIComponent(from)}&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const limit = Math.min(1000, want - points.length);
+    const page = await get(`${path}?from=${encodeURIComponent(from)}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     points.push(...page.data);
+    for (const p of page.data) bytes += valueBytes(p.value);
     cursor = page.next;
-  } while (cursor && points.length < 5000);
-  return points.reverse();
+  } while (cursor && points.length < want && bytes < HISTORY_BYTES);
+  return points.slice(0, want);
 }
 
 /** The device's ADR state as GET /device/<id>/lorawan shows it (docs/lpwan.md, "ADR"). */

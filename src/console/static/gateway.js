@@ -1,7 +1,7 @@
 // The gateway at a glance: version, uptime, storage, radio sources, the upstream link, and on a
 // central the gateways behind it. Everything comes from /healthz, /metrics and /gateways.
 import { get } from './api.js';
-import { formatValue, h, table } from './dom.js';
+import { formatTime, formatValue, h, table } from './dom.js';
 
 function parseMetrics(text) {
   const values = new Map();
@@ -26,7 +26,18 @@ function uptime(seconds) {
   return `${d ? `${d} d ` : ''}${hrs} h ${min} min`;
 }
 
-export async function gatewayPage(container) {
+/** A gateway's managed devices, in words (docs/sync.md, "Manage a fleet from the central"). */
+function configCells(config) {
+  if (!config) return [h('td', {}, '—'), h('td', {}, '—'), h('td', {}, '—')];
+  return [
+    h('td', { dataset: { field: 'managed' } }, String(config.managed)),
+    h('td', { dataset: { field: 'pending' }, class: config.pending > 0 ? 'warn' : '' }, config.pending > 0 ? `${config.pending} to apply` : 'none'),
+    h('td', { dataset: { field: 'last-applied' }, title: config.lastAppliedAt ?? '' }, config.lastAppliedAt ? formatTime(config.lastAppliedAt) : 'never'),
+  ];
+}
+
+/** `#/gateway/<GatewayID>` (a device page's link) opens this page with that gateway's row marked. */
+export async function gatewayPage(container, [selected] = []) {
   const health = await fetch('/healthz').then((r) => r.json());
   const metrics = parseMetrics(await fetch('/metrics').then((r) => r.text()));
   container.append(
@@ -79,7 +90,16 @@ export async function gatewayPage(container) {
     const gateways = await get('/gateways').catch(() => null);
     container.append(h('h2', {}, 'Gateways'));
     if (gateways) {
-      container.append(table(['Name', 'ID', 'Connected', 'Last seen', 'Devices'], gateways.map((g) => h('tr', {}, h('td', {}, g.name), h('td', { class: 'mono' }, g.id), h('td', {}, g.connected ? 'yes' : 'no'), h('td', {}, g.lastSeen ?? '—'), h('td', {}, String(g.devices?.length ?? 0)))), { label: 'Gateways' }));
+      const rows = gateways.map((g) =>
+        h('tr', { id: `gateway-${g.id}`, dataset: { gateway: g.id }, 'aria-current': g.id === selected ? 'true' : undefined, class: g.id === selected ? 'selected' : undefined },
+          h('th', { scope: 'row' }, g.name), h('td', { class: 'mono' }, g.id), h('td', {}, g.connected ? 'yes' : 'no'), h('td', { title: g.lastSeen ?? '' }, g.lastSeen ? formatTime(g.lastSeen) : '—'), h('td', {}, String(g.devices?.length ?? 0)),
+          ...configCells(g.config)));
+      container.append(
+        h('p', { class: 'muted' }, 'Managed devices are those created or assigned here; pending are the changes a gateway has yet to apply (it catches up when it reconnects).'),
+        table(['Name', 'ID', 'Connected', 'Last seen', 'Devices', 'Managed', 'Pending', 'Last applied'], rows, { label: 'Gateways' }),
+      );
+      // Scrolled to once the page is on screen (the router attaches the container after this returns).
+      if (selected) requestAnimationFrame(() => document.getElementById(`gateway-${selected}`)?.scrollIntoView({ block: 'center' }));
     } else container.append(h('p', { class: 'muted' }, 'Listing gateways needs the admin scope.'));
   }
 }

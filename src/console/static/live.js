@@ -1,6 +1,7 @@
 // Live traffic: states, commands, errors and radio events as the gateway commits and sends them.
-import { openEventStream } from './api.js';
+import { get, openEventStream } from './api.js';
 import { field, formatValue, h } from './dom.js';
+import { downlinkText, uplinkText, viaGateway } from './radio.js';
 
 const KINDS = [
   ['state', 'States'],
@@ -19,18 +20,42 @@ function describe(e) {
     case 'error':
       return `${e.code}: ${e.error} (${e.topic})`;
     default: {
-      const { kind, deviceId, at, type, ...rest } = e;
+      if (e.type === 'uplink') return `uplink: ${uplinkText(e)}`;
+      if (e.type === 'downlink') return `downlink ${downlinkText(e)}`;
+      const { kind, deviceId, at, type, gateway, ...rest } = e;
       return `${type}: ${formatValue(rest)}`;
     }
   }
 }
 
-export function livePage(container) {
+/**
+ * Gateway names for the events a central's gateways forward: listed once, on the first such event,
+ * when the token may list gateways (admin); the links already on screen then show the name.
+ */
+function gatewayNames(can, list) {
+  const names = new Map();
+  let asked = false;
+  return (id) => {
+    if (!asked && can('admin')) {
+      asked = true;
+      get('/gateways')
+        .then((gateways) => {
+          for (const g of gateways) names.set(g.id, g.name);
+          for (const a of list.querySelectorAll('a[data-gateway]')) if (names.has(a.dataset.gateway)) a.textContent = names.get(a.dataset.gateway);
+        })
+        .catch(() => {});
+    }
+    return names.get(id);
+  };
+}
+
+export function livePage(container, params, { can }) {
   const deviceFilter = h('input', { type: 'search', placeholder: 'all devices' });
   const checks = KINDS.map(([kind, label]) => h('input', { type: 'checkbox', checked: true, value: kind }));
   const pause = h('button', { type: 'button', class: 'secondary', 'aria-pressed': 'false' }, 'Pause');
   const status = h('p', { class: 'muted', role: 'status' }, 'Connecting…');
   const list = h('ul', { class: 'live-list', 'aria-label': 'Live events', 'aria-live': 'off' });
+  const nameOf = gatewayNames(can, list);
   let paused = false;
   let held = 0;
   pause.addEventListener('click', () => {
@@ -52,7 +77,7 @@ export function livePage(container) {
         status.textContent = `Paused (${++held} new events not shown)`;
         return;
       }
-      const row = h('li', { class: `k-${e.kind}`, dataset: { kind: e.kind, device: e.deviceId } }, `${new Date(e.at).toLocaleTimeString()} ${e.kind} `, h('a', { href: `#/device/${encodeURIComponent(e.deviceId)}` }, e.deviceId), ` ${describe(e)}`);
+      const row = h('li', { class: `k-${e.kind}`, dataset: { kind: e.kind, device: e.deviceId } }, `${new Date(e.at).toLocaleTimeString()} ${e.kind} `, h('a', { href: `#/device/${encodeURIComponent(e.deviceId)}` }, e.deviceId), ` ${describe(e)}`, ...(e.kind === 'radio' ? viaGateway(e, nameOf) : []));
       list.prepend(row);
       while (list.childElementCount > MAX_ROWS) list.lastElementChild.remove();
     },

@@ -67,7 +67,8 @@ function deviceLinks(deps: ApiDeps) {
     return gatewayNames.get(id)!;
   };
   return {
-    of: (d: DeviceRecord) => radioLinks.get(d.id) ?? (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId, gatewayName: gatewayName(d.gatewayId) } : { type: 'ip' }),
+    // Behind a gateway first: a central runs no radio, so a managed LoRaWAN device's settings there say nothing of how it is heard.
+    of: (d: DeviceRecord) => (d.gatewayId ? { type: 'gateway', gatewayId: d.gatewayId, gatewayName: gatewayName(d.gatewayId) } : (radioLinks.get(d.id) ?? { type: 'ip' })),
   };
 }
 
