@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run (HTTP, MQTT with mosquitto as the anchor, codecs),
 // each printing its table and writing bench/results/<name>.json. Not part of the tests.
-// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan picks a subset.
+// Needs wrk and mosquitto (Debian packages). BENCH_ONLY=http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan,central picks a subset.
 import { benchHttp } from './http.js';
 import { benchCodecs } from './codec.js';
 import { benchRedecode } from './redecode.js';
@@ -8,7 +8,7 @@ import { printTable, saveResults, type BenchRow } from './lib.js';
 
 delete process.env.NODE_EXTRA_CA_CERTS; // adds ~120 ms to every node start; the daemons are timed
 
-const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'http,mqtt,codec,durability,store,sync,fleet,redecode,ops,lpwan,central').split(','));
 
 if (only.has('codec')) {
   const rows = await benchCodecs();
@@ -61,6 +61,12 @@ if (only.has('ops')) {
   const rows = await benchOps();
   printTable('Operations: watchdog notification cost, online backup', rows);
   console.log(`written: ${saveResults('ops', rows)}`);
+}
+if (only.has('central')) {
+  const { benchCentral } = await import('./central.js');
+  const rows = await benchCentral();
+  printTable('Central: QoS 1 states/s, one node on SQLite vs one, two and three nodes on PostgreSQL + Redis (all on this machine)', rows);
+  console.log(`written: ${saveResults('central', rows)}`);
 }
 if (only.has('lpwan')) {
   const { benchLpwan } = await import('./lpwan.js');

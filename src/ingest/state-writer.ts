@@ -66,7 +66,7 @@ export class StateWriter {
   #onCommit: ((count: number, micros: number) => void) | undefined;
   readonly #hooks: BatchHook[] = [];
   #durable: DurableStage | undefined;
-  #durableTail: Promise<void> = Promise.resolve();
+  #durableBusy = false;
 
   constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
@@ -99,17 +99,28 @@ export class StateWriter {
 
   /** Commits what is pending now; also called on shutdown so nothing queued is dropped. */
   flush(): void {
+    if (this.#durable) return this.#flushDurable(this.#durable);
     const batch = this.#pending;
     if (!batch) return;
     this.#pending = null;
-    if (this.#durable) {
-      // One batch at a time: states commit in the order they were accepted, and those arriving
-      // meanwhile gather into the next batch (group commit over the network).
-      const stage = this.#durable;
-      this.#durableTail = this.#durableTail.then(() => this.#durableFirst(batch, stage));
-      return;
-    }
     this.#commit(batch);
+  }
+
+  /**
+   * One batch at a time in the durable store: states commit in the order they were accepted, and
+   * those arriving meanwhile gather into the next batch, taken as soon as this one is done (group
+   * commit over the network: the busier the node, the larger the batches).
+   */
+  #flushDurable(stage: DurableStage): void {
+    if (this.#durableBusy) return;
+    const batch = this.#pending;
+    if (!batch) return;
+    this.#pending = null;
+    this.#durableBusy = true;
+    void this.#durableFirst(batch, stage).finally(() => {
+      this.#durableBusy = false;
+      this.#flushDurable(stage);
+    });
   }
 
   /** The batch in the durable store, then (what was new there) in the node's own SQLite. */

@@ -48,5 +48,5 @@ export async function brokerCluster(core: Core) {
   }
   const cluster = await redisCluster(core.config.central.redis!);
   core.metrics.gauge('outpost_redis_up', '1 while this node is connected to Redis', () => (cluster.health().status === 'ok' ? 1 : 0));
-  return { broker: cluster, door: redisHealthDoor(() => cluster.health()) };
+  return { broker: cluster, door: redisHealthDoor(() => cluster.health(), () => cluster.close()) };
 }

@@ -14,11 +14,11 @@ interface RedisConnection {
  * Each node's broker gets its own id: aedes tells the nodes apart by it (heartbeats, the wills of
  * a node that died).
  */
-export async function redisCluster(url: string): Promise<BrokerCluster & { health(): { status: 'ok' | 'failing'; error?: string } }> {
+export async function redisCluster(url: string): Promise<BrokerCluster & { health(): { status: 'ok' | 'failing'; error?: string }; close(): Promise<void> }> {
   const [{ default: mqemitterRedis }, { default: redisPersistence }] = await Promise.all([
     import('mqemitter-redis') as unknown as Promise<{ default: (opts: Record<string, unknown>) => MQEmitter & { pubConn: RedisConnection; subConn: RedisConnection; state: NodeJS.EventEmitter } }>,
     // No type declarations ship with it.
-    import('aedes-persistence-redis' as string) as unknown as Promise<{ default: (opts: Record<string, unknown>) => unknown }>,
+    import('aedes-persistence-redis' as string) as unknown as Promise<{ default: (opts: Record<string, unknown>) => { destroy(): Promise<void> } }>,
   ]);
   const parsed = new URL(url);
   const connection = {
@@ -39,6 +39,10 @@ export async function redisCluster(url: string): Promise<BrokerCluster & { healt
     id: `outpost-${randomBytes(6).toString('hex')}`,
     mq,
     persistence,
+    /** aedes closes the emitter when it closes, not the persistence: its connection would keep the process alive. */
+    async close() {
+      await persistence.destroy().catch(() => {});
+    },
     health() {
       const up = mq.pubConn.status === 'ready' && mq.subConn.status === 'ready';
       return up ? { status: 'ok' } : { status: 'failing', ...(lastError ? { error: lastError } : {}) };
@@ -46,12 +50,13 @@ export async function redisCluster(url: string): Promise<BrokerCluster & { healt
   };
 }
 
-/** The `redis` section of /healthz; the broker (the MQTT door) owns the connections and closes them. */
-export function redisHealthDoor(health: () => { status: 'ok' | 'failing'; error?: string }): Door {
+/** The `redis` section of /healthz; the broker (the MQTT door) closes the emitter, this door the persistence. */
+export function redisHealthDoor(health: () => { status: 'ok' | 'failing'; error?: string }, close: () => Promise<void>): Door {
   return {
     name: 'redis',
     start: async () => ({}),
-    stop: async () => {},
+    // Listed before the MQTT door, so stopped after it: the broker is closed by then.
+    stop: close,
     health,
     degradedBecause: () => {
       const h = health();

@@ -166,6 +166,11 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     assert.equal(pg.psql('SELECT count(*) FROM gateway_commands', dbName), '0');
   });
 
+  await t.test('SIGTERM: a node closes its PostgreSQL and Redis connections and exits 0', async () => {
+    const code = await Promise.race([b.stop(), sleep(10_000).then(() => 'still running after 10 s')]);
+    assert.equal(code, 0);
+  });
+
   await t.test('FOR UPDATE SKIP LOCKED: nodes taking the same gateway\'s commands at once never both get one', async () => {
     const nodes = [new CentralDatabase(url), new CentralDatabase(url), new CentralDatabase(url)];
     try {
