@@ -34,6 +34,12 @@ export interface BatchHook {
  */
 export type DurableStage = (states: StoredState[]) => Promise<void>;
 
+/**
+ * How long a batch may stay open while writes keep coming (ms): long enough to gather a burst of
+ * datagrams into one commit, short against the 20 ms an uplink may take to its feed message.
+ */
+export const DEFAULT_COMMIT_WINDOW_MS = 5;
+
 /** One caller's states and the work that commits with them: stored, or refused, together. */
 interface Write {
   states: StoredState[];
@@ -46,13 +52,25 @@ interface PendingBatch {
   /** Every write's states in order, for the one-transaction path. */
   states: StoredState[];
   writes: Write[];
+  /** When the first write came (performance.now()), for the window's bound. */
+  openedAt: number;
+  /** How many writes the batch had at the end of the previous turn: more now means the burst goes on. */
+  seenWrites: number;
 }
 
 /**
- * Group commit: every state written during one turn of the event loop goes into one SQLite
- * transaction, and each writer's promise settles only after that commit. HTTP replies and MQTT
- * PUBACKs wait on it, so an acknowledged state is on disk, at the cost of one commit per batch
- * instead of one per message.
+ * Group commit: every state written while the batch is open goes into one SQLite transaction, and
+ * each writer's promise settles only after that commit. HTTP replies and MQTT PUBACKs wait on it,
+ * so an acknowledged state is on disk, at the cost of one commit per batch instead of one per
+ * message.
+ *
+ * A batch opens with its first write and commits at the end of that turn of the event loop, unless
+ * the turn brought more writes: then it stays open for one more turn, and so on while each turn
+ * adds writes, for at most `windowMs` after it opened. A socket hands over a bounded number of
+ * messages per turn (libuv reads at most 32 UDP datagrams), so under a burst the batch gathers what
+ * is already waiting in the kernel instead of committing every 32; a lone message commits one turn
+ * later, and no write waits longer than `windowMs` plus one commit (docs/architecture.md, "Group
+ * commit").
  *
  * A batch hook may refuse states (a full outbox under `reject-new`). Refusing the whole batch
  * would refuse every device's states for the few that did not fit, so then the batch runs again
@@ -62,15 +80,17 @@ interface PendingBatch {
 export class StateWriter {
   readonly #store: Pick<Store, 'states' | 'transaction' | 'health'>;
   readonly #maxBatch: number;
+  readonly #windowMs: number;
   #pending: PendingBatch | null = null;
   #onCommit: ((count: number, micros: number) => void) | undefined;
   readonly #hooks: BatchHook[] = [];
   #durable: DurableStage | undefined;
   #durableBusy = false;
 
-  constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; onCommit?: (count: number, micros: number) => void } = {}) {
+  constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
     this.#maxBatch = options.maxBatch ?? 5000;
+    this.#windowMs = options.windowMs ?? DEFAULT_COMMIT_WINDOW_MS;
     this.#onCommit = options.onCommit;
   }
 
@@ -88,13 +108,24 @@ export class StateWriter {
     return new Promise((resolve, reject) => {
       let batch = this.#pending;
       if (!batch) {
-        batch = this.#pending = { states: [], writes: [] };
-        setImmediate(() => this.flush());
+        const opened = (batch = this.#pending = { states: [], writes: [], openedAt: performance.now(), seenWrites: 0 });
+        setImmediate(() => this.#endOfTurn(opened));
       }
       for (const s of states) batch.states.push(s);
       batch.writes.push({ states, alongside, resolve, reject });
       if (batch.states.length >= this.#maxBatch) this.flush();
     });
+  }
+
+  /** The batch stays open while each turn of the event loop adds writes, within the window; else it commits. */
+  #endOfTurn(batch: PendingBatch): void {
+    if (this.#pending !== batch) return; // committed meanwhile (full, or flushed on shutdown)
+    if (batch.writes.length > batch.seenWrites && performance.now() - batch.openedAt < this.#windowMs) {
+      batch.seenWrites = batch.writes.length;
+      setImmediate(() => this.#endOfTurn(batch));
+      return;
+    }
+    this.flush();
   }
 
   /** Commits what is pending now; also called on shutdown so nothing queued is dropped. */

@@ -1,0 +1,94 @@
+// The group commit's window (src/ingest/state-writer.ts): a burst that arrives over several turns of
+// the event loop (a UDP socket hands over at most 32 datagrams per turn) is one transaction, a lone
+// write does not wait for the window, and writes that never stop still commit every window.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Store } from '../../src/store/store.js';
+import { StateWriter } from '../../src/ingest/state-writer.js';
+import type { StoredState } from '../../src/store/states.js';
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function setup() {
+  const dir = mkdtempSync(join(tmpdir(), 'outpost-commit-window-'));
+  const store = Store.open(dir);
+  const now = Date.now();
+  const { device } = store.devices.create({ name: 'meter' }, now);
+  const asset = store.assets.create({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
+  const commits: number[] = [];
+  let value = 0;
+  const state = (): StoredState => ({ assetId: asset.id, at: now + value, valueJson: String(value++), receivedAt: now });
+  const stored = () => store.states.history(asset.id, { limit: 100_000 }).data.length;
+  return {
+    commits,
+    state,
+    stored,
+    writer: (windowMs: number) => new StateWriter(store, { windowMs, onCommit: (count) => commits.push(count) }),
+    close: () => {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test('writes arriving over consecutive turns of the event loop commit as one transaction, none settled before it', async () => {
+  const t = setup();
+  try {
+    const writer = t.writer(1000);
+    const pending: Array<Promise<void>> = [];
+    let settled = 0;
+    for (let turn = 0; turn < 5; turn++) {
+      // Two writes per turn, as a socket hands over several messages at once.
+      for (let i = 0; i < 2; i++) pending.push(writer.write([t.state()]).then(() => void settled++));
+      await nextTurn();
+      if (turn < 4) assert.equal(settled, 0, `nothing acknowledged before the commit (turn ${turn})`);
+    }
+    await Promise.all(pending);
+    assert.deepEqual(t.commits, [10], 'one commit for the whole burst (the old writer made one per turn)');
+    assert.equal(t.stored(), 10);
+  } finally {
+    t.close();
+  }
+});
+
+test('a lone write commits at once, without waiting for the window', async () => {
+  const t = setup();
+  try {
+    const writer = t.writer(5000);
+    const started = performance.now();
+    await writer.write([t.state()]);
+    const took = performance.now() - started;
+    assert.ok(took < 1000, `a lone write took ${took.toFixed(1)} ms with a 5 s window`);
+    assert.deepEqual(t.commits, [1]);
+  } finally {
+    t.close();
+  }
+});
+
+test('writes that never stop still commit once per window: no write waits much longer than the window', async () => {
+  const t = setup();
+  try {
+    const windowMs = 20;
+    const writer = t.writer(windowMs);
+    const waits: number[] = [];
+    const pending: Array<Promise<void>> = [];
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      const at = performance.now();
+      pending.push(writer.write([t.state()]).then(() => void waits.push(performance.now() - at)));
+      await nextTurn();
+    }
+    await Promise.all(pending);
+    assert.ok(t.commits.length >= 3, `${t.commits.length} commits in 300 ms of writes with a ${windowMs} ms window`);
+    assert.equal(t.commits.reduce((a, b) => a + b, 0), pending.length, 'every write committed once');
+    assert.equal(t.stored(), pending.length);
+    // Generous margin: the machine may be busy; without the bound one batch would take all 300 ms.
+    const longest = Math.max(...waits);
+    assert.ok(longest < 200, `a write waited ${longest.toFixed(1)} ms for its commit with a ${windowMs} ms window`);
+  } finally {
+    t.close();
+  }
+});
