@@ -1,21 +1,40 @@
-import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { createCipheriv, createDecipheriv, type Cipher } from 'node:crypto';
 
 /**
  * The LoRaWAN 1.0.x primitives (docs/lpwan.md, "How the network server checks a frame"): AES-128 on
  * single blocks, AES-CMAC (RFC 4493) for every MIC, and the counter-mode keystream that encrypts
- * FRMPayloads. Node has AES but no CMAC; CMAC is CBC-MAC with a tweaked last block, so one CBC
- * cipher call does the whole message instead of one ECB call per block.
+ * FRMPayloads. Node has AES but no CMAC; CMAC is CBC-MAC with a tweaked last block.
  */
 
 const ZERO_BLOCK = Buffer.alloc(16);
 
 export type AesKey = Buffer;
 
+/**
+ * ECB ciphers of the keys used lately, by key buffer. Making a cipher (the key schedule) costs
+ * several times what encrypting a frame's few blocks does, and every uplink needs two (its session's
+ * NwkSKey and AppSKey); ECB over whole blocks without padding keeps no state between `update`
+ * calls, so one cipher serves every frame of a key. Bounded, oldest out first (about 1 KB each, so
+ * 2 MB at most): with more devices than fit, a key is only scheduled again, as it was before. Keys
+ * are never changed in place (a new session gets new buffers), so the buffer identifies its key.
+ */
+const ECB_CACHE_SIZE = 2048;
+const ecbCiphers = new Map<AesKey, Cipher>();
+
+function ecbCipher(key: AesKey): Cipher {
+  let cipher = ecbCiphers.get(key);
+  if (cipher) return cipher;
+  cipher = createCipheriv('aes-128-ecb', key, null);
+  cipher.setAutoPadding(false);
+  if (ecbCiphers.size >= ECB_CACHE_SIZE) ecbCiphers.delete(ecbCiphers.keys().next().value!);
+  ecbCiphers.set(key, cipher);
+  return cipher;
+}
+
 /** AES-128-ECB of whole 16-byte blocks, no padding. */
 export function aesEncryptBlocks(key: AesKey, blocks: Buffer): Buffer {
-  const cipher = createCipheriv('aes-128-ecb', key, null);
-  cipher.setAutoPadding(false);
-  return cipher.update(blocks);
+  if (blocks.length % 16 !== 0) throw new RangeError(`AES blocks: ${blocks.length} bytes is not a whole number of blocks`);
+  return ecbCipher(key).update(blocks);
 }
 
 /** AES-128-ECB decryption of whole blocks: only used to build a join accept (the device encrypts to read it). */
@@ -61,10 +80,15 @@ export function aesCmac(key: AesKey | CmacKey, message: Buffer): Buffer {
   const sub = complete ? k.k1 : k.k2;
   const last = (blocks - 1) * 16;
   for (let i = 0; i < 16; i++) padded[last + i]! ^= sub[i]!;
-  const cipher = createCipheriv('aes-128-cbc', k.key, ZERO_BLOCK);
-  cipher.setAutoPadding(false);
-  const out = cipher.update(padded);
-  return out.subarray(out.length - 16);
+  // CBC-MAC with a zero IV, chained here over the key's reused ECB cipher (a CBC cipher carries
+  // its chaining state from call to call, so it could not be reused).
+  const cipher = ecbCipher(k.key);
+  let x = cipher.update(padded.subarray(0, 16));
+  for (let o = 16; o < padded.length; o += 16) {
+    for (let i = 0; i < 16; i++) padded[o + i]! ^= x[i]!;
+    x = cipher.update(padded.subarray(o, o + 16));
+  }
+  return x;
 }
 
 export const enum Direction {
