@@ -28,6 +28,8 @@ export function scaleOutParts(core: Core) {
     db,
     replica,
     pendingCommands: new PostgresPendingCommands(db) as PendingCommands,
+    /** A gateway connected to another live node (GET /gateway/<id> answers alike on every node). */
+    connectedElsewhere: (gatewayId: string) => pgPresence.connectedElsewhere(gatewayId),
     /** The node's own record (GET /gateway lastSeen, replicated) and the shared one. */
     presence(local: GatewayPresence): GatewayPresence {
       return {
@@ -37,7 +39,7 @@ export function scaleOutParts(core: Core) {
     },
     /** A node that lost PostgreSQL takes no writes (its probe notices within 2 s; a failed write at once). */
     writesRefused: () => (db.failing ? new ServiceError('STORE_UNAVAILABLE', `store unavailable: PostgreSQL does not answer (${db.health().error})`, { retryAfter: 5 }) : undefined),
-    door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, logger: core.logger, keptFor }),
+    door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, presence: pgPresence, logger: core.logger, keptFor }),
   };
 }
 

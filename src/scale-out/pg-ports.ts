@@ -45,14 +45,53 @@ export class PostgresPendingCommands implements PendingCommands {
   }
 }
 
-/** Which node holds each gateway's session, and when it was last seen. */
+/** PostgreSQL's clock in ms: every node compares heartbeats with the same clock. */
+const DB_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/** A node whose heartbeat is older than this no longer counts, nor do its gateways' sessions. */
+const NODE_SILENT_MS = 5000;
+
+/**
+ * Which node holds each gateway's session, and when it was last seen; every node keeps the set of
+ * gateways connected to the others (refreshed each second), so `GET /gateway/<id>` says
+ * `connected` alike on every node.
+ */
 export class PostgresGatewayPresence implements GatewayPresence {
   readonly #db: CentralDatabase;
   readonly #node: string;
+  #elsewhere = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(db: CentralDatabase, node: string) {
     this.#db = db;
     this.#node = node;
+  }
+
+  /** Connected to another live node (as of the last second). */
+  connectedElsewhere(gatewayId: string): boolean {
+    return this.#elsewhere.has(gatewayId);
+  }
+
+  start(): void {
+    void this.#beat();
+    this.#timer = setInterval(() => void this.#beat(), 1000).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  async #beat(): Promise<void> {
+    try {
+      await this.#db.query(`INSERT INTO node_heartbeats (node, at) VALUES ($1, ${DB_NOW}) ON CONFLICT (node) DO UPDATE SET at = excluded.at`, [this.#node]);
+      const r = await this.#db.query<{ gateway_id: string }>(
+        `SELECT p.gateway_id FROM gateway_presence p JOIN node_heartbeats h ON h.node = p.node
+         WHERE p.connected AND p.node <> $1 AND h.at > ${DB_NOW} - $2`,
+        [this.#node, NODE_SILENT_MS],
+      );
+      this.#elsewhere = new Set(r.rows.map((row) => row.gateway_id));
+    } catch {
+      // PostgreSQL away: /healthz says so; the view is refreshed when it answers again.
+    }
   }
 
   async opened(gatewayId: string, at: number): Promise<void> {

@@ -4,7 +4,7 @@ import type { Logger } from '../ops/logger.js';
 import type { CentralDatabase } from './postgres.js';
 import { migratePostgres } from './schema.js';
 import type { CatalogReplica } from './catalog-replica.js';
-import { COMMANDS_CHANNEL } from './pg-ports.js';
+import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
 
 /**
  * PostgreSQL as a door of a central node (docs/scale-out.md): listed first, so the schema is
@@ -18,12 +18,14 @@ export class PostgresDoor implements Door {
   readonly #replica: CatalogReplica;
   readonly #logger: Logger;
   readonly #keptFor: (gatewayId: string) => void;
+  readonly #presence: PostgresGatewayPresence;
   #listener: pg.Client | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   schemaVersion = 0;
 
-  constructor(deps: { db: CentralDatabase; replica: CatalogReplica; logger: Logger; keptFor: (gatewayId: string) => void }) {
+  constructor(deps: { db: CentralDatabase; replica: CatalogReplica; presence: PostgresGatewayPresence; logger: Logger; keptFor: (gatewayId: string) => void }) {
+    this.#presence = deps.presence;
     this.#db = deps.db;
     this.#replica = deps.replica;
     this.#logger = deps.logger;
@@ -36,6 +38,7 @@ export class PostgresDoor implements Door {
     if (from !== to) this.#logger.info({ from, to }, 'postgres schema migrated');
     await this.#replica.start();
     await this.#listen();
+    this.#presence.start();
     // Keeps health honest when nothing is written, and brings the listener back after an outage.
     this.#timer = setInterval(() => void this.#probe(), 2000).unref();
     return {};
@@ -76,6 +79,7 @@ export class PostgresDoor implements Door {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
+    this.#presence.stop();
     await this.#listener?.end().catch(() => {});
     await this.#replica.stop();
     await this.#db.close().catch(() => {});

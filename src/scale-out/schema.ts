@@ -59,6 +59,14 @@ const MIGRATIONS: ReadonlyArray<string> = [
     last_seen BIGINT NOT NULL
   );
   `,
+  `
+  -- Each node says it is alive every second: a gateway counts as connected while the node holding
+  -- its session does (a node killed with -9 leaves its rows, which then stop counting).
+  CREATE TABLE node_heartbeats (
+    node TEXT PRIMARY KEY,
+    at BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** A fixed key for pg_advisory_lock: "outpost migrate". */

@@ -49,10 +49,10 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
   await t.test('outpost migrate creates the schema; running it again changes nothing', () => {
     const first = cli(['migrate', '--data', centralDir, '--json'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), { from: 0, to: 1 });
+    assert.deepEqual(JSON.parse(first.stdout), { from: 0, to: 2 });
     const again = cli(['migrate', '--data', centralDir, '--json'], env);
-    assert.deepEqual(JSON.parse(again.stdout), { from: 1, to: 1 });
-    assert.equal(pg.psql('SELECT version FROM outpost_schema', dbName), '1');
+    assert.deepEqual(JSON.parse(again.stdout), { from: 2, to: 2 });
+    assert.equal(pg.psql('SELECT version FROM outpost_schema', dbName), '2');
   });
 
   central = await startDaemon({ dataDir: centralDir, env });
@@ -87,7 +87,7 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     await until('the latest state at the node', async () => (await api(central!.url, 'GET', `/device/${device.id}/asset/n/state`, { token: app })).body?.state?.value === 49);
     const health = (await api(central!.url, 'GET', '/healthz')).body;
     assert.equal(health.postgres.status, 'ok');
-    assert.equal(health.postgres.schemaVersion, 1);
+    assert.equal(health.postgres.schemaVersion, 2);
     // The catalog the node keeps is in PostgreSQL too.
     assert.equal(pg.psql(`SELECT row->>'name' FROM catalog_rows WHERE tbl = 'devices' AND pk = '["${device.id}"]'`, dbName), 'pump');
   });

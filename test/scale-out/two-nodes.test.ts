@@ -149,13 +149,15 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
 
   await t.test('commands for the gateway are delivered exactly once, whichever node they are sent at and whichever node it is on', async () => {
     await until('the gateway connected', async () => (await outbox()).link === 'up');
+    // Connected to node A: both nodes say so.
+    for (const node of [a, b]) await until('connected seen by every node', async () => (await api(node.url, 'GET', `/gateway/${gw.id}`, { token: app.token })).body.connected === true, 5000);
     // Live on node A, sent at node B: kept in PostgreSQL, taken by node A (NOTIFY).
     const sent = await api(b.url, 'PUT', `/device/${local.id}/asset/valve/command`, { token: app.token, json: { value: true } });
     assert.equal(sent.status, 202, sent.text);
     await until('the command at the gateway', () => gatewayCommands(dirs.gw, '{"valve":true}') === 1, 10_000);
     // Offline, sent at node A: delivered when the gateway comes back at node B.
     await gateway!.stop();
-    await until('gateway offline', async () => (await api(a.url, 'GET', `/gateway/${gw.id}`, { token: app.token })).body.connected === false, 10_000);
+    for (const node of [a, b]) await until('gateway offline on every node', async () => (await api(node.url, 'GET', `/gateway/${gw.id}`, { token: app.token })).body.connected === false, 10_000);
     const queued = await api(a.url, 'PUT', `/device/${local.id}/asset/valve/command`, { token: app.token, json: { value: false } });
     assert.equal(queued.body.delivered.gateway, 'queued');
     gateway = await startGateway([`mqtt://127.0.0.1:${b.mqttPort}`, `mqtt://127.0.0.1:${a.mqttPort}`]);
@@ -164,6 +166,22 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     assert.equal(gatewayCommands(dirs.gw, '{"valve":true}'), 1, 'not twice');
     assert.equal(gatewayCommands(dirs.gw, '{"valve":false}'), 1, 'not twice');
     assert.equal(pg.psql('SELECT count(*) FROM gateway_commands', dbName), '0');
+  });
+
+  await t.test('a managed device created at the node the gateway is not connected to reaches the gateway', async () => {
+    await until('the gateway connected to node B', async () => (await outbox()).link === 'up');
+    const managed = await api(a.url, 'POST', '/devices', { token: app.token, json: { name: 'soil-7', gateway: gw.id } });
+    assert.equal(managed.status, 201, managed.text);
+    const asset = await api(a.url, 'POST', `/device/${managed.body.id}/assets`, { token: app.token, json: { name: 'moisture', is: 'sensor', profile: { type: 'number' } } });
+    assert.equal(asset.status, 201, asset.text);
+    await until(
+      'the managed device and its asset at the gateway',
+      async () => (await api(gateway!.url, 'GET', `/device/${managed.body.id}`, { token: managed.body.token })).body?.assets?.length === 1,
+      15_000,
+    );
+    const put = await api(gateway!.url, 'PUT', `/device/${managed.body.id}/asset/moisture/state`, { token: managed.body.token, json: { value: 0.31 } });
+    assert.equal(put.status, 200, 'its token works at the gateway');
+    await until('its state at the central', () => pg.psql(`SELECT count(*) FROM states WHERE value = '0.31'`, dbName) === '1', 15_000);
   });
 
   await t.test('SIGTERM: a node closes its PostgreSQL and Redis connections and exits 0', async () => {
