@@ -5,11 +5,11 @@
 // gateway's config state. Also the device page's history, which fetches no more than it shows.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { api, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { ROOT, api, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { uplinkFrame } from '../lpwan/frames.js';
 
@@ -20,6 +20,7 @@ const launch = () =>
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
   });
 
+const ARTIFACTS = join(ROOT, 'test', 'artifacts');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -158,6 +159,9 @@ describe("the central's console for a managed fleet", () => {
     await page.locator('[data-field="last-uplink"]', { hasText: '-71 dBm' }).waitFor({ timeout: 10_000 });
     assert.match(await text(page, '[data-field="last-uplink"]'), /-71 dBm, SNR 9.5 dB, SF7BW125, 868.3 MHz, heard by packet forwarder B827EBFFFE00C0DE via gateway greenhouse-7/);
 
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'console-central-device.png'), fullPage: true });
+
     // The gateway link opens the gateway page with its row marked and its config state.
     await page.locator('[data-field="link"] a').click();
     const row = page.locator(`tr[data-gateway="${greenhouse.id}"]`);
@@ -166,6 +170,7 @@ describe("the central's console for a managed fleet", () => {
     assert.equal(await text(page, `tr[data-gateway="${greenhouse.id}"] [data-field="managed"]`), '1');
     assert.equal(await text(page, `tr[data-gateway="${greenhouse.id}"] [data-field="pending"]`), 'none');
     assert.notEqual(await text(page, `tr[data-gateway="${greenhouse.id}"] [data-field="last-applied"]`), 'never');
+    await page.screenshot({ path: join(ARTIFACTS, 'console-central-gateways.png'), fullPage: true });
     await page.close();
   });
 
