@@ -39,13 +39,17 @@ export interface RecentRadioLimits {
   downlinksPerDevice: number;
 }
 
-const DEFAULT_LIMITS: RecentRadioLimits = { maxDevices: 100_000, downlinksPerDevice: 10 };
+/** About 3 KB a device at most (10 outcomes with their reasons): 20 000 devices stay under 60 MB on a Pi-sized central. */
+const DEFAULT_LIMITS: RecentRadioLimits = { maxDevices: 20_000, downlinksPerDevice: 10 };
+/** A reason is a sentence; a longer one is cut, so what is kept per outcome stays small. */
+const MAX_TEXT = 200;
 
 /** Copies only the named members of the given type: an event's other members never grow what is kept. */
 function pick<T>(event: Record<string, unknown>, members: Record<string, 'string' | 'number'>): Partial<T> {
   const out: Record<string, unknown> = {};
   for (const [name, type] of Object.entries(members)) {
-    if (typeof event[name] === type) out[name] = event[name];
+    const value = event[name];
+    if (typeof value === type) out[name] = typeof value === 'string' && value.length > MAX_TEXT ? `${value.slice(0, MAX_TEXT)}…` : value;
   }
   return out as Partial<T>;
 }

@@ -20,6 +20,9 @@ test('keeps the last uplink and the newest downlink outcomes, only the members i
   assert.deepEqual(d1.downlinks.map((d) => d.id), ['q4', 'q3', 'q2'], 'newest first, 3 kept');
   assert.deepEqual(d1.downlinks[0], { at: '2026-11-26T10:00:14.000Z', status: 'queued', id: 'q4', window: 'rx1', fCnt: 4 });
   assert.deepEqual(recent.of('never-heard'), { uplink: null, downlinks: [] });
+  // A long reason is cut: what is kept per outcome stays small.
+  events.publish('d2', { type: 'downlink', at: at(30), status: 'failed', reason: 'r'.repeat(5_000) });
+  assert.equal(recent.of('d2').downlinks[0]!.reason!.length, 201);
   // What `of` returns is a copy: a reader cannot change what is kept.
   d1.downlinks.length = 0;
   assert.equal(recent.of('d1').downlinks.length, 3);
