@@ -55,7 +55,8 @@ interface Central {
 }
 
 async function startCentral(dataDir: string, mqttPort = 0): Promise<RunningDaemon> {
-  return startDaemon({ dataDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: String(mqttPort) } });
+  // test/scale-out/same-suite.test.ts runs this file again against a central node on PostgreSQL.
+  return startDaemon({ dataDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: String(mqttPort), OUTPOST_POSTGRES_URL: process.env.OUTPOST_TEST_POSTGRES_URL } });
 }
 
 async function startGateway(dataDir: string, central: Central, gateway: { id: string; token: string }): Promise<RunningDaemon> {
