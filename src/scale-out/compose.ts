@@ -39,7 +39,15 @@ export function scaleOutParts(core: Core) {
     },
     /** A node that lost PostgreSQL takes no writes (its probe notices within 2 s; a failed write at once). */
     writesRefused: () => (db.failing ? new ServiceError('STORE_UNAVAILABLE', `store unavailable: PostgreSQL does not answer (${db.health().error})`, { retryAfter: 5 }) : undefined),
-    door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({ db, replica, presence: pgPresence, logger: core.logger, keptFor }),
+    door: (keptFor: (gatewayId: string) => void) => new PostgresDoor({
+        db,
+        replica,
+        presence: pgPresence,
+        logger: core.logger,
+        keptFor,
+        // historyDays read per run: a reload changes it.
+        retention: { historyDays: () => core.config.limits.historyDays, intervalSeconds: core.config.store.pruneIntervalSeconds, now: () => core.clock.now() },
+      }),
   };
 }
 

@@ -5,6 +5,7 @@ import type { CentralDatabase } from './postgres.js';
 import { migratePostgres } from './schema.js';
 import type { CatalogReplica } from './catalog-replica.js';
 import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
+import { pruneHistory } from './pg-retention.js';
 
 /**
  * PostgreSQL as a door of a central node (docs/scale-out.md): listed first, so the schema is
@@ -19,13 +20,23 @@ export class PostgresDoor implements Door {
   readonly #logger: Logger;
   readonly #keptFor: (gatewayId: string) => void;
   readonly #presence: PostgresGatewayPresence;
+  readonly #retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
+  #pruneTimer: NodeJS.Timeout | undefined;
   #listener: pg.Client | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   schemaVersion = 0;
 
-  constructor(deps: { db: CentralDatabase; replica: CatalogReplica; presence: PostgresGatewayPresence; logger: Logger; keptFor: (gatewayId: string) => void }) {
+  constructor(deps: {
+    db: CentralDatabase;
+    replica: CatalogReplica;
+    presence: PostgresGatewayPresence;
+    logger: Logger;
+    keptFor: (gatewayId: string) => void;
+    retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
+  }) {
     this.#presence = deps.presence;
+    this.#retention = deps.retention;
     this.#db = deps.db;
     this.#replica = deps.replica;
     this.#logger = deps.logger;
@@ -39,6 +50,10 @@ export class PostgresDoor implements Door {
     await this.#replica.start();
     await this.#listen();
     this.#presence.start();
+    const { historyDays, intervalSeconds, now } = this.#retention;
+    this.#pruneTimer = setInterval(() => {
+      pruneHistory(this.#db, historyDays(), now(), this.#logger).catch((err) => this.#logger.warn({ err: (err as Error).message }, 'postgres history pruning failed; will retry'));
+    }, intervalSeconds * 1000).unref();
     // Keeps health honest when nothing is written, and brings the listener back after an outage.
     this.#timer = setInterval(() => void this.#probe(), 2000).unref();
     return {};
@@ -80,6 +95,7 @@ export class PostgresDoor implements Door {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#presence.stop();
+    clearInterval(this.#pruneTimer);
     await this.#listener?.end().catch(() => {});
     await this.#replica.stop();
     await this.#db.close().catch(() => {});

@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { CentralDatabase } from '../../src/scale-out/postgres.js';
+import { pruneHistory } from '../../src/scale-out/pg-retention.js';
+import { createLogger } from '../../src/ops/logger.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -135,6 +138,12 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     await sleep(1500);
     await pg.start();
     await sleep(1000);
+    // A crash this time (pg_ctl stop -m immediate: no shutdown checkpoint, recovery at start).
+    await pg.stop('immediate');
+    await until('writes refused again', async () => (await api(central!.url, 'POST', '/devices', { token: app, json: { name: 'refused' } })).status === 503, 10_000);
+    await sleep(1000);
+    await pg.start();
+    await sleep(1000);
     running = false;
     await loop;
     await until('outbox drained', async () => (await upstream(gateway!)).depth === 0, 60_000);
@@ -145,6 +154,21 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     const r = await api(central!.url, 'PUT', `/device/${direct.id}/asset/x/state`, { token: direct.token, json: { value: 2 } });
     assert.equal(r.status, 200, r.text);
     assert.equal((await api(central!.url, 'POST', '/devices', { token: app, json: { name: 'taken' } })).status, 201);
+  });
+
+  await t.test('history older than limits.historyDays is pruned from PostgreSQL in chunks; newer states stay', async () => {
+    const old = Date.now() - 3 * 86_400_000;
+    pg.psql(`INSERT INTO states (asset_id, at, value, received_at, node) SELECT 'old-asset', ${old} + g, g::text, ${old}, 'test' FROM generate_series(1, 25000) g`, dbName);
+    const before = Number(pg.psql('SELECT count(*) FROM states', dbName));
+    const db = new CentralDatabase(url);
+    try {
+      const removed = await pruneHistory(db, 2, Date.now(), createLogger('silent'));
+      assert.equal(removed, 25_000);
+    } finally {
+      await db.close();
+    }
+    assert.equal(Number(pg.psql('SELECT count(*) FROM states', dbName)), before - 25_000);
+    assert.equal(pg.psql(`SELECT count(*) FROM states WHERE asset_id = '${assetId}'`, dbName), String(sent.length));
   });
 
   await t.test('outpost migrate --copy moves a SQLite central into PostgreSQL: a new node serves its devices, tokens and history', async () => {

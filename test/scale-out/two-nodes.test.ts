@@ -112,6 +112,32 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     console.log(`revocation across nodes: ${closedAt - revokedAt} ms`);
   });
 
+  await t.test('Redis away: both nodes say so and keep storing; back: messages cross nodes again without a restart', async () => {
+    await redis.stop();
+    for (const node of [a, b]) {
+      await until('redis failing in /healthz', async () => (await api(node.url, 'GET', '/healthz')).body.redis.status === 'failing', 10_000);
+      const health = await api(node.url, 'GET', '/healthz');
+      assert.equal(health.status, 200);
+      assert.equal(health.body.status, 'degraded');
+    }
+    const put = await api(b.url, 'PUT', `/device/${device.id}/asset/t/state`, { token: device.token, json: { value: 30 } });
+    assert.equal(put.status, 200, 'states are still stored (PostgreSQL)');
+    await redis.start();
+    for (const node of [a, b]) await until('redis ok again', async () => (await api(node.url, 'GET', '/healthz')).body.redis.status === 'ok', 15_000);
+    const subscriber = await mqtt.connectAsync(`mqtt://127.0.0.1:${a.mqttPort}`, { username: app.token, reconnectPeriod: 0 });
+    const got = new Promise<{ value: number }>((resolve) => subscriber.on('message', (_t, p, packet) => !packet.retain && resolve(JSON.parse(p.toString()))));
+    await subscriber.subscribeAsync(`device/${device.id}/asset/t/feed`, { qos: 1 });
+    // The emitter re-subscribes on its own once reconnected: publish until one crosses.
+    let crossed: { value: number } | undefined;
+    got.then((m) => (crossed = m));
+    for (let i = 0; i < 50 && !crossed; i++) {
+      await api(b.url, 'PUT', `/device/${device.id}/asset/t/state`, { token: device.token, json: { value: 31 + i } });
+      await sleep(100);
+    }
+    assert.ok(crossed && crossed.value >= 31, 'a state published at node B reached node A through Redis again');
+    await subscriber.endAsync();
+  });
+
   const gw = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], dirs.a);
   const local = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'pump'], dirs.gw);
   cliJson(['asset', 'create', local.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], dirs.gw);
