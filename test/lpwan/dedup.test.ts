@@ -69,3 +69,38 @@ test('copies from two forwarders and a serial modem are one uplink; the ACK goes
     await sim.close();
   }
 });
+
+test('with one gateway online an uplink is handled at once, not held for radio.dedupMs; with two it waits for the second copy', async () => {
+  // A long window, so waiting for it cannot be mistaken for a slow machine.
+  const r = await startRig({ dedupMs: 2000 });
+  const second = new ForwarderSimulator('b827ebfffe000002');
+  try {
+    await r.lorawan({ activation: 'abp', devAddr: KEYS.devAddr, nwkSKey: KEYS.nwkSKey.toString('hex'), appSKey: KEYS.appSKey.toString('hex') });
+    let started = Date.now();
+    await r.fwd.push([{ payload: uplinkFrame(KEYS, { fCnt: 0, fPort: 2, payload: Buffer.from(cbor.encode({ temperature: 1 })) }), tmst: 100 }]);
+    await r.event((e) => e.type === 'uplink' && e.fCnt === 0);
+    const alone = Date.now() - started;
+    assert.ok(alone < 1000, `one gateway online: the uplink took ${alone} ms with a 2 000 ms dedup window`);
+
+    // A second gateway online: a frame only the first one heard waits for the window to close.
+    await second.connect(r.daemon.gwmpPort);
+    await second.pull();
+    started = Date.now();
+    await r.fwd.push([{ payload: uplinkFrame(KEYS, { fCnt: 1, fPort: 2, payload: Buffer.from(cbor.encode({ temperature: 2 })) }), tmst: 200 }]);
+    await r.event((e) => e.type === 'uplink' && e.fCnt === 1);
+    const waited = Date.now() - started;
+    assert.ok(waited >= 1900, `two gateways online: the uplink was handed on after ${waited} ms, before the window closed`);
+
+    // Both heard it: the second copy closes the window at once.
+    const frame = uplinkFrame(KEYS, { fCnt: 2, fPort: 2, payload: Buffer.from(cbor.encode({ temperature: 3 })) });
+    started = Date.now();
+    await r.fwd.push([{ payload: frame, tmst: 300 }]);
+    await second.push([{ payload: frame, tmst: 300 }]);
+    await r.event((e) => e.type === 'uplink' && e.fCnt === 2);
+    const both = Date.now() - started;
+    assert.ok(both < 1000, `every gateway online delivered its copy: handed on after ${both} ms`);
+  } finally {
+    second.close();
+    await r.close();
+  }
+});
