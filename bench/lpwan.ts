@@ -1,14 +1,17 @@
 // LPWAN benchmark: uplinks through the whole path (UDP datagram → MIC → decrypt → ABCL → SQLite →
 // MQTT feed) with many ABP devices, datagram → feed latency, RSS with 10 000 provisioned devices,
 // and uplink → PULL_RESP time for a queued downlink. The load generator is a packet forwarder
-// simulator in this process; the daemon is the compiled one.
+// simulator in this process; the daemon is the compiled one. The daemon's CPU time per uplink is
+// set beside the CPU time per MQTT QoS 1 state measured in the same run (bench/mqtt.ts's load),
+// the anchor for what one uplink may cost.
 import { createSocket } from 'node:dgram';
 import mqtt from 'mqtt';
 import { Store } from '../src/store/store.js';
 import { cmacKey, cryptFrmPayload, dataMic, Direction } from '../src/lpwan/lorawan/crypto.js';
 import { onAirBytes } from '../src/lpwan/lorawan/phy.js';
 import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../test/helpers/daemon.js';
-import { rssBytes, sleep, type BenchRow } from './lib.js';
+import { cpuMicros, rssBytes, sleep, type BenchRow } from './lib.js';
+import { provision, runLoad, settings, startOutpost } from './mqtt.js';
 
 const NWK = Buffer.from('44024241ed4ce9a68c6a8bc055233fd3', 'hex');
 const APP = Buffer.from('ec925802ae430ca77fd3dd73cb2cc588', 'hex');
@@ -127,6 +130,7 @@ async function feedWatcher(r: Rig) {
 
 async function throughput(r: Rig, total: number, window: number) {
   const feed = await feedWatcher(r);
+  const cpu0 = cpuMicros(r.daemon.proc.pid!);
   const started = performance.now();
   let next = 0;
   let lastCount = 0;
@@ -146,8 +150,9 @@ async function throughput(r: Rig, total: number, window: number) {
     }
   }
   const seconds = (lastArrival - started) / 1000;
+  const cpuPerUplink = (cpuMicros(r.daemon.proc.pid!) - cpu0) / Math.max(1, feed.arrivals.size);
   await feed.close();
-  return { perSecond: feed.arrivals.size / seconds, received: feed.arrivals.size, lost: total - feed.arrivals.size };
+  return { perSecond: feed.arrivals.size / seconds, received: feed.arrivals.size, lost: total - feed.arrivals.size, cpuPerUplink };
 }
 
 async function latency(r: Rig, rate: number, seconds: number, offset: number) {
@@ -195,17 +200,39 @@ async function addActuator(r: Rig, d: BenchDevice): Promise<void> {
   await api(r.daemon.url, 'PUT', `/device/${d.id}/codec`, { token: r.app, json: { uplink: { format: 'abcl', file: 'counter.abcl.json' }, downlink: { format: 'cbor' } } });
 }
 
+/** MQTT QoS 1 states through the same pipeline (16 publishers, bench/mqtt.ts's load), for the CPU anchor. */
+async function mqttAnchor(): Promise<{ rate: number; cpuUs: number }> {
+  const dataDir = tempDataDir();
+  const s = { ...settings(), seconds: 5 };
+  const devices = provision(dataDir, s.connections, 0);
+  const broker = await startOutpost(dataDir);
+  try {
+    const run = await runLoad(broker, devices.publishers, 1, s);
+    return { rate: run.rate, cpuUs: run.cpuUs };
+  } finally {
+    await broker.stop();
+    removeDir(dataDir);
+  }
+}
+
 export async function benchLpwan(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
+  const anchor = await mqttAnchor();
+  rows.push({ name: 'MQTT QoS 1 states/s, 16 publishers (the anchor, same run)', value: Math.round(anchor.rate), unit: 'states/s' });
+  rows.push({ name: 'MQTT QoS 1: daemon CPU per state', value: Number(anchor.cpuUs.toFixed(1)), unit: 'µs' });
   {
     const r = await rig(1000);
     try {
       const t = await throughput(r, Number(process.env.BENCH_LPWAN_UPLINKS ?? 30_000), 400);
       rows.push({ name: 'uplinks/s, 1 000 ABP devices, ABCL, whole path (window 400)', value: Math.round(t.perSecond), unit: 'uplinks/s' });
       rows.push({ name: `uplinks lost of ${t.received + t.lost} (UDP drops under the burst)`, value: t.lost, unit: 'uplinks' });
-      const l = await latency(r, 500, 6, 10_000_000);
-      rows.push({ name: 'datagram → feed latency p50 at 500 uplinks/s', value: Number(l.p50.toFixed(2)), unit: 'ms' });
-      rows.push({ name: 'datagram → feed latency p99 at 500 uplinks/s', value: Number(l.p99.toFixed(2)), unit: 'ms' });
+      rows.push({ name: 'daemon CPU per uplink (whole path, that run)', value: Number(t.cpuPerUplink.toFixed(1)), unit: 'µs' });
+      rows.push({ name: 'daemon CPU per uplink ÷ per MQTT QoS 1 state', value: Number((t.cpuPerUplink / anchor.cpuUs).toFixed(2)), unit: '×' });
+      for (const [rate, offset] of [[500, 10_000_000], [2000, 20_000_000]] as const) {
+        const l = await latency(r, rate, 6, offset);
+        rows.push({ name: `datagram → feed latency p50 at ${rate} uplinks/s`, value: Number(l.p50.toFixed(2)), unit: 'ms' });
+        rows.push({ name: `datagram → feed latency p99 at ${rate} uplinks/s (${l.lost} lost)`, value: Number(l.p99.toFixed(2)), unit: 'ms' });
+      }
       const dl = await downlinkTime(r, 100);
       rows.push({ name: 'uplink → PULL_RESP for a queued downlink p50', value: Number(dl.p50.toFixed(2)), unit: 'ms' });
       rows.push({ name: 'uplink → PULL_RESP for a queued downlink p99', value: Number(dl.p99.toFixed(2)), unit: 'ms' });
