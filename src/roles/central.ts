@@ -39,6 +39,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     connected: (id) => hub.connected(id),
   });
   hub.fleet = fleet;
+  if (scaleOut) hub.shared = () => scaleOut.replica.pushedThrough();
   // Every change that can alter a managed device's definition raises its revision (when it did).
   registry.on('deviceChanged', (deviceId: string) => fleet.refresh(deviceId));
   registry.on('tokenRevoked', (tokenId: string) => {

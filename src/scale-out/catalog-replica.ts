@@ -125,6 +125,24 @@ export class CatalogReplica {
     this.#log.close();
   }
 
+  /**
+   * Settles once every change committed before the call is in PostgreSQL: the push under way may
+   * have read the log before it, so a second one follows. Tried again every second while
+   * PostgreSQL is away (the caller's PUBACK waits); rejects only when the node stops.
+   */
+  async pushedThrough(): Promise<void> {
+    for (;;) {
+      try {
+        await this.push();
+        await this.push();
+        return;
+      } catch (err) {
+        if (this.#stopped) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 1000).unref());
+      }
+    }
+  }
+
   /** Copies logged changes to PostgreSQL; one at a time. */
   push(): Promise<void> {
     if (this.#pushing) return this.#pushing;

@@ -50,6 +50,13 @@ export class CentralDatabase {
       throw this.#refusal(err);
     }
     let broken = false;
+    // A connection lost between two queries of the transaction is emitted as an 'error' event of
+    // the client, which ends the process when nobody listens (pg-pool listens only while it idles).
+    const onError = (err: Error) => {
+      broken = true;
+      this.#failed(err);
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -64,6 +71,7 @@ export class CentralDatabase {
       }
       throw this.#refusal(err);
     } finally {
+      client.off('error', onError);
       // A connection that could not even roll back is dropped, not handed to the next writer.
       client.release(broken);
     }

@@ -41,6 +41,10 @@ export async function redisCluster(url: string): Promise<BrokerCluster & { healt
     persistence,
     /** aedes closes the emitter when it closes, not the persistence: its connection would keep the process alive. */
     async close() {
+      // aedes does not wait for the persistence work its closing sessions start (subscriptions and
+      // wills removed); cutting the connection under it rejects those commands unhandled and ends
+      // the process with exit 1. They take a few Redis round trips: give them a moment first.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await persistence.destroy().catch(() => {});
     },
     health() {

@@ -77,6 +77,9 @@ export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 /** Applies the steps the database has not seen; returns the versions before and after. */
 export async function migratePostgres(db: CentralDatabase): Promise<{ from: number; to: number }> {
   const client = await db.pool.connect();
+  // See CentralDatabase.transaction: a lost connection must fail the migration, not the process.
+  const onError = () => {};
+  client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
@@ -100,7 +103,8 @@ export async function migratePostgres(db: CentralDatabase): Promise<{ from: numb
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(true);
   }
 }
 

@@ -156,6 +156,20 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     assert.equal((await api(central!.url, 'POST', '/devices', { token: app, json: { name: 'taken' } })).status, 201);
   });
 
+  await t.test("a gateway's catalog message is acknowledged only once the other nodes can see it (PostgreSQL away: no PUBACK yet)", async () => {
+    const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${central!.mqttPort}`, { username: gw.token, clientId: 'catalog-probe', reconnectPeriod: 0 });
+    const id = 'Cat' + 'x'.repeat(17) + String(Date.now() % 10000).padStart(4, '0');
+    await pg.stop('fast');
+    let acked = false;
+    const publish = c.publishAsync(`gateway/${gw.id}/device/${id}`, JSON.stringify({ id, name: 'late', assets: [] }), { qos: 1 }).then(() => (acked = true));
+    await sleep(2000);
+    assert.equal(acked, false, 'no PUBACK while PostgreSQL is away');
+    await pg.start();
+    await publish;
+    assert.equal(pg.psql(`SELECT row->>'name' FROM catalog_rows WHERE tbl = 'devices' AND pk = '["${id}"]'`, dbName), 'late', 'in PostgreSQL when acknowledged');
+    await c.endAsync();
+  });
+
   await t.test('history older than limits.historyDays is pruned from PostgreSQL in chunks; newer states stay', async () => {
     const old = Date.now() - 3 * 86_400_000;
     pg.psql(`INSERT INTO states (asset_id, at, value, received_at, node) SELECT 'old-asset', ${old} + g, g::text, ${old}, 'test' FROM generate_series(1, 25000) g`, dbName);

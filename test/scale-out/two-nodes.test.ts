@@ -149,6 +149,7 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
   };
   const outbox = async () => (await api(gateway!.url, 'GET', '/healthz')).body.upstream as { link: string; depth: number };
   const backlog = 4000;
+  let bStderr = '';
 
   await t.test('node B kill -9ed during a gateway drain: the gateway goes on at node A, every acknowledged state stored exactly once', async () => {
     // The backlog, while the gateway's only central URL leads nowhere.
@@ -171,6 +172,7 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     const duplicates = Number(/^outpost_sync_duplicates_total (\d+)/m.exec((await api(a.url, 'GET', '/metrics')).text)?.[1] ?? 0);
     console.log(`kill -9 of node B mid-drain: ${atKill} of ${backlog} stored when killed; node A dropped ${duplicates} duplicates`);
     b = await startDaemon({ dataDir: dirs.b, env });
+    b.proc.stderr!.on('data', (d: Buffer) => (bStderr += d.toString()));
   });
 
   await t.test('commands for the gateway are delivered exactly once, whichever node they are sent at and whichever node it is on', async () => {
@@ -212,7 +214,7 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
 
   await t.test('SIGTERM: a node closes its PostgreSQL and Redis connections and exits 0', async () => {
     const code = await Promise.race([b.stop(), sleep(10_000).then(() => 'still running after 10 s')]);
-    assert.equal(code, 0);
+    assert.equal(code, 0, `${b.logs.slice(-6).join('\n')}\n${bStderr}`);
   });
 
   await t.test('FOR UPDATE SKIP LOCKED: nodes taking the same gateway\'s commands at once never both get one', async () => {

@@ -16,6 +16,11 @@ export interface GatewaySessions {
   maySubscribe(principal: Principal, filter: string): boolean | undefined;
   /** Whether a service message may reach this session (wildcards of a gateway see only its devices). */
   mayReceive(principal: Principal | undefined, topic: string): boolean;
+  /**
+   * Settles once what the gateway's last publishes changed is shared with the other central nodes
+   * (docs/scale-out.md): their PUBACK waits for it. Absent on one machine.
+   */
+  shared?(): Promise<void>;
   /** The gateway subscribed: commands kept while it was offline go out now. */
   subscribed(principal: Principal): void;
 }

@@ -59,6 +59,10 @@ export class PublishIntake {
       // there, refused for anyone else.
       const refusal = gateways.publish(principal, packet.topic, payloadBytes(packet.payload));
       if (refusal) return refusals.notAllowed(client, principal, packet.topic, refusal, done);
+      // Several central nodes: a catalog message is acknowledged once the other nodes can see what
+      // it created (a node killed right after must not leave the next one refusing the device).
+      const shared = gateways.shared?.();
+      if (shared) return void shared.then(() => done(null), () => {});
       return done(null);
     }
     // Nothing a client publishes is stored as a broker retained message: the feed is the retained view.

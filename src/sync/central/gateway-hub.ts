@@ -41,6 +41,8 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   readonly #sessions = new Map<string, Set<Client>>();
   readonly #presence: GatewayPresence;
   readonly #commands: PendingCommands;
+  /** Several central nodes (docs/scale-out.md): settles once this node's catalog changes reached the others. */
+  shared: (() => Promise<void>) | undefined;
   /** Provisioning down; set once the composition built it (it publishes through this hub). */
   fleet: FleetConfig | undefined;
   #publish: ServicePublish = () => {};
