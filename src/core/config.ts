@@ -99,7 +99,8 @@ export interface CentralConfig {
 
 /** Upstream sync of a gateway (docs/sync.md). No `url`: no sync. */
 export interface UpstreamConfig {
-  url: string | null;
+  /** One URL, or several tried in turn (a list, or comma-separated): a gateway fails over between central nodes. */
+  url: string | string[] | null;
   /** With `token` (`gateway:…`): an Outpost central, one connection for every device. */
   gatewayId: string | null;
   token: string | null;
@@ -286,7 +287,8 @@ export const CONFIG_SCHEMA = strict({
     js: strict({ memoryBytes: { type: 'integer', minimum: 1048576 }, stackBytes: positive, timeoutMs: positive, scriptBytes: positive }),
   }),
   upstream: strict({
-    url: { type: ['string', 'null'], pattern: '^(mqtt|mqtts|tcp|ssl|tls)://' },
+    // One URL, or a list tried in turn: `pattern` applies to a string, the rest to a list.
+    url: { type: ['string', 'array', 'null'], pattern: '^(mqtt|mqtts|tcp|ssl|tls)://', minItems: 1, maxItems: 16, items: { type: 'string', pattern: '^(mqtt|mqtts|tcp|ssl|tls)://' } },
     gatewayId: { type: ['string', 'null'], pattern: '^[A-Za-z0-9]{24}$' },
     token: { type: ['string', 'null'], minLength: 1 },
     ca: { type: ['string', 'null'] },
@@ -366,6 +368,9 @@ function checkEventStreams(e: OutpostConfig['http']['eventStreams'] | undefined)
 /** Rules across keys of `upstream` that the schema cannot say. */
 function checkUpstream(u: UpstreamConfig): void {
   if (!u.url) return;
+  for (const [i, url] of upstreamUrls(u.url).entries()) {
+    if (!/^(mqtt|mqtts|tcp|ssl|tls):\/\/[^/\s]+/.test(url)) throw new ConfigError(`config key upstream.url: URL ${i + 1} (${JSON.stringify(url)}) must be mqtt://host:port or mqtts://host:port`);
+  }
   const devices = u.devices && Object.keys(u.devices).length > 0;
   if (u.token !== null || u.gatewayId !== null) {
     if (!u.token || !u.gatewayId) throw new ConfigError('config key upstream: "gatewayId" and "token" go together (both printed by `outpost gateway create` at the central)');
@@ -376,6 +381,23 @@ function checkUpstream(u: UpstreamConfig): void {
   }
   if ((u.cert === null) !== (u.key === null)) throw new ConfigError('config key upstream.cert: a client certificate needs both "cert" and "key"');
   if (u.reconnectMaxMs < u.reconnectMinMs) throw new ConfigError('config key upstream.reconnectMaxMs: must not be below upstream.reconnectMinMs');
+}
+
+/** Several central nodes (docs/scale-out.md): PostgreSQL and Redis are the central's, and Redis only with PostgreSQL. */
+function checkCentral(config: OutpostConfig): void {
+  const c = config.central;
+  if (!c) return;
+  for (const key of ['postgres', 'redis'] as const) {
+    if (c[key] && config.role !== 'central') throw new ConfigError(`config key central.${key}: only with role "central" (a gateway keeps its SQLite file)`);
+  }
+  if (c.redis && !c.postgres) throw new ConfigError('config key central.redis: needs central.postgres (the nodes share their store in PostgreSQL, their MQTT messages in Redis)');
+}
+
+/** upstream.url as the list of central URLs the gateway tries in turn (a string may list several, comma-separated). */
+export function upstreamUrls(url: string | readonly string[] | null): string[] {
+  if (url === null) return [];
+  const list = typeof url === 'string' ? url.split(',') : [...url];
+  return list.map((u) => u.trim()).filter((u) => u.length > 0);
 }
 
 /** An invalid configuration; the daemon exits 2 with this message, which names the key and the rule. */
@@ -496,6 +518,7 @@ export function validateConfig(candidate: unknown): asserts candidate is Outpost
   if (validate(candidate)) {
     checkUpstream((candidate as OutpostConfig).upstream);
     checkEventStreams((candidate as OutpostConfig).http?.eventStreams);
+    checkCentral(candidate as OutpostConfig);
     return;
   }
   const e = validate.errors![0]!;

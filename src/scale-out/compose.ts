@@ -1,4 +1,3 @@
-import { ConfigError } from '../core/config.js';
 import { ServiceError } from '../core/errors.js';
 import type { Core } from '../roles/core.js';
 import { redisCluster, redisHealthDoor } from './redis-cluster.js';
@@ -51,11 +50,8 @@ export function scaleOutParts(core: Core) {
   };
 }
 
-/** `central.redis`: the MQTT doors of the nodes share messages through Redis; only with PostgreSQL behind them. */
+/** `central.redis`: the MQTT doors of the nodes share messages through Redis (only with PostgreSQL: checked with the config). */
 export async function brokerCluster(core: Core) {
-  if (!core.config.central.postgres) {
-    throw new ConfigError('config key central.redis: needs central.postgres (several nodes share their store in PostgreSQL, their MQTT messages in Redis)');
-  }
   const cluster = await redisCluster(core.config.central.redis!);
   core.metrics.gauge('outpost_redis_up', '1 while this node is connected to Redis', () => (cluster.health().status === 'ok' ? 1 : 0));
   return { broker: cluster, door: redisHealthDoor(() => cluster.health(), () => cluster.close()) };
