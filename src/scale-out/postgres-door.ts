@@ -1,7 +1,8 @@
 import pg from 'pg';
 import type { Door } from '../doors/door.js';
 import type { Logger } from '../ops/logger.js';
-import type { CentralDatabase } from './postgres.js';
+import { ServiceError } from '../core/errors.js';
+import { isConnectionFailure, type CentralDatabase } from './postgres.js';
 import { migratePostgres } from './schema.js';
 import type { CatalogReplica } from './catalog-replica.js';
 import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
@@ -44,7 +45,15 @@ export class PostgresDoor implements Door {
   }
 
   async start(): Promise<Record<string, number>> {
-    const { from, to } = await migratePostgres(this.#db);
+    let migrated: { from: number; to: number };
+    try {
+      migrated = await migratePostgres(this.#db);
+    } catch (err) {
+      // One line naming the setting, not a stack: the service manager retries the start.
+      if (isConnectionFailure(err)) throw new ServiceError('STORE_UNAVAILABLE', `central.postgres: PostgreSQL does not answer, the node cannot start (${(err as Error).message})`);
+      throw err;
+    }
+    const { from, to } = migrated;
     this.schemaVersion = to;
     if (from !== to) this.#logger.info({ from, to }, 'postgres schema migrated');
     await this.#replica.start();
