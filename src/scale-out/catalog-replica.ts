@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { Logger } from '../ops/logger.js';
 import { ReplicaLog, type ReplicaChange } from '../store/replica-log.js';
 import type { StateStore, StoredState } from '../store/states.js';
@@ -39,7 +40,7 @@ export class CatalogReplica {
   readonly #logger: Logger;
   readonly node: string;
   #timers: NodeJS.Timeout[] = [];
-  #listener: import('pg').Client | undefined;
+  #listener: pg.Client | undefined;
   #pushing: Promise<void> | undefined;
   #pulling: Promise<void> | undefined;
   #pullAgain = false;
@@ -67,8 +68,25 @@ export class CatalogReplica {
   async start(): Promise<void> {
     await this.push();
     await this.pull();
-    const listener = new (await import('pg')).default.Client({ connectionString: this.#pg.url });
-    listener.on('error', (err) => this.#logger.warn({ err: err.message }, 'postgres notification connection lost'));
+    await this.#listen();
+    this.#timers.push(setInterval(() => void this.push().catch(() => {}), 50).unref());
+    this.#timers.push(setInterval(() => this.#schedulePull(), 1000).unref());
+    // A listener lost with its connection (PostgreSQL restarted) comes back; meanwhile the
+    // one-second poll carries the changes.
+    this.#timers.push(setInterval(() => void (this.#listener ? undefined : this.#listen()), 5000).unref());
+  }
+
+  /** LISTEN on a connection of its own: other nodes' pushes are pulled at once. */
+  async #listen(): Promise<void> {
+    if (this.#stopped) return;
+    const listener = new pg.Client({ connectionString: this.#pg.url });
+    const lost = (err?: Error) => {
+      if (this.#listener !== listener) return;
+      this.#listener = undefined;
+      if (err) this.#logger.warn({ err: err.message }, 'postgres notification connection lost; catalog changes are polled until it is back');
+    };
+    listener.on('error', lost);
+    listener.on('end', () => lost());
     listener.on('notification', (n) => {
       if (n.channel === CATALOG_CHANNEL && n.payload !== this.node) this.#schedulePull();
     });
@@ -77,30 +95,7 @@ export class CatalogReplica {
       await listener.query(`LISTEN ${CATALOG_CHANNEL}`);
       this.#listener = listener;
     } catch (err) {
-      // Polling still carries the changes (within a second); the listener is retried by the timer.
-      this.#logger.warn({ err: (err as Error).message }, 'postgres LISTEN failed; catalog changes are polled');
-      listener.end().catch(() => {});
-    }
-    this.#timers.push(setInterval(() => void this.push().catch(() => {}), 50).unref());
-    this.#timers.push(setInterval(() => this.#schedulePull(), 1000).unref());
-    this.#timers.push(setInterval(() => void this.#relisten(), 5000).unref());
-  }
-
-  async #relisten(): Promise<void> {
-    if (this.#stopped) return;
-    const current = this.#listener as unknown as { _ending?: boolean; _connected?: boolean } | undefined;
-    if (current && current._connected && !current._ending) return;
-    this.#listener = undefined;
-    const listener = new (await import('pg')).default.Client({ connectionString: this.#pg.url });
-    listener.on('error', () => {});
-    listener.on('notification', (n) => {
-      if (n.channel === CATALOG_CHANNEL && n.payload !== this.node) this.#schedulePull();
-    });
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${CATALOG_CHANNEL}`);
-      this.#listener = listener;
-    } catch {
+      this.#logger.debug({ err: (err as Error).message }, 'postgres LISTEN failed; retried');
       listener.end().catch(() => {});
     }
   }

@@ -196,13 +196,13 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
       for (const value of [1.5, 2.5, 3.5]) assert.equal((await api(single.url, 'PUT', `/device/${pump.id}/asset/p/state`, { token: pump.token, json: { value } })).status, 200);
       await single.stop();
       const target = await pg.createDatabase();
-      const copy = cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_POSTGRES_URL: target });
+      const copy = cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: target });
       assert.equal(copy.code, 0, copy.stderr);
       const copied = JSON.parse(copy.stdout);
       assert.equal(copied.states, 3);
       assert.ok(copied.catalogRows >= 4, `${copied.catalogRows} catalog rows`);
       // Run again (an interrupted copy): nothing twice.
-      assert.equal(JSON.parse(cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_POSTGRES_URL: target }).stdout).duplicates, 3);
+      assert.equal(JSON.parse(cli(['migrate', '--copy', '--data', oldDir, '--json'], { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: target }).stdout).duplicates, 3);
       const node = await startDaemon({ dataDir: newDir, env: { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: target } });
       try {
         const view = await api(node.url, 'GET', `/device/${pump.id}`, { token: ops });
