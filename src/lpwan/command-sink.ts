@@ -41,6 +41,10 @@ export class LpwanCommandSink implements CommandSink {
   }
 
   #queueCommand(device: DeviceRecord, values: Record<string, JsonValue>, meta: Record<string, JsonValue> | null, at: number): SinkOutcome {
+    // At a central, a device behind a gateway is that gateway's radio's business: the command goes
+    // down the sync link (docs/sync.md) and the gateway queues the downlink. Queuing it here too
+    // would report a "queued" outcome no radio of this central will ever send.
+    if (device.gatewayId) return undefined;
     const live = this.#sessions.device(device.id);
     if (!live) return undefined;
     const options = parseDownlinkMeta(meta);

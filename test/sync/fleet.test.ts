@@ -267,6 +267,8 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     await fwd.pull();
     const command = await atCentral('PUT', `/device/${node.id}/command`, { valve: true, level: 3 });
     assert.equal(command.status, 202, command.text);
+    assert.notEqual(command.body.delivered.lpwan, 'queued', `not queued on the central's own radio: ${command.text}`);
+    assert.deepEqual((await atCentral('GET', `/device/${node.id}/downlinks`)).body.data, [], "nothing in the central's downlink queue");
     await until('the command queued at the gateway', () => query(north.dir, "SELECT 1 FROM downlinks WHERE device_id = ? AND status = 'queued'", node.id).length >= 1);
     await fwd.push([{ payload: uplinkFrame(keys, { fCnt: 1, fPort: 1, payload: Buffer.from([1]) }) }]);
     await until('an uplink event at the central', () => events.some((e) => e.type === 'uplink'), 10_000);
