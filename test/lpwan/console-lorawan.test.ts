@@ -20,7 +20,7 @@ test('the console shows the class and the ADR state of a LoRaWAN device', async 
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.goto(`${r.daemon.url}/console/#/device/${r.deviceId}`);
     await page.getByRole('heading', { name: 'LoRaWAN' }).waitFor();
-    const text = (await page.locator('dl.kv').last().textContent()) ?? '';
+    const text = (await page.getByLabel('LoRaWAN settings').textContent()) ?? '';
     assert.match(text, /Class\s*C/);
     assert.match(text, /ADR\s*SF9BW125, TX power index 0, 3\/20 uplinks of history/);
     await page.close();

@@ -264,7 +264,7 @@ function loraSummary(s) {
   const last = s.lastUplink;
   return h(
     'dl',
-    { class: 'kv card' },
+    { class: 'kv card', 'aria-label': 'LoRaWAN settings' },
     h('dt', {}, 'Activation'), h('dd', {}, `${s.activation}${s.joined === false ? ' (not joined yet)' : ''}`),
     h('dt', {}, 'DevEUI'), h('dd', { class: 'mono' }, s.devEui ?? '—'),
     h('dt', {}, 'DevAddr'), h('dd', { class: 'mono' }, s.devAddr ?? '—'),
