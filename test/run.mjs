@@ -21,11 +21,13 @@ function collect(dir) {
 
 // The end-to-end tests use real foreign peers from Debian; say so plainly rather than fail obscurely.
 // Debian puts the mosquitto broker in /usr/sbin, often not on a user's PATH.
-const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium', 'systemd-analyze', 'systemd-notify', 'socat', 'perl', 'mosquitto'].filter(
+const missing = ['mosquitto_pub', 'mosquitto_sub', 'stdbuf', 'chromium', 'systemd-analyze', 'systemd-notify', 'socat', 'perl', 'mosquitto', 'openssl', 'redis-server'].filter(
   (tool) => spawnSync('sh', ['-c', `command -v ${tool} || test -x /usr/sbin/${tool}`], { stdio: 'ignore' }).status !== 0,
 );
+// Debian keeps PostgreSQL's server programs off PATH, under its major version.
+if (spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb'], { stdio: 'ignore' }).status !== 0) missing.push('postgresql');
 if (missing.length > 0) {
-  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto mosquitto-clients coreutils chromium systemd socat perl`);
+  console.error(`missing test tools: ${missing.join(', ')}\ninstall them with: apt-get install -y mosquitto mosquitto-clients coreutils chromium systemd socat perl openssl redis-server postgresql`);
   process.exit(1);
 }
 
