@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT, api, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { uplinkFrame } from '../lpwan/frames.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const CHROMIUM = process.env.OUTPOST_CHROMIUM ?? '/usr/bin/chromium';
 const launch = () =>
@@ -21,15 +22,6 @@ const launch = () =>
   });
 
 const ARTIFACTS = join(ROOT, 'test', 'artifacts');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 function rows(dataDir: string, sql: string, ...params: unknown[]): unknown[] {
   const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });

@@ -12,16 +12,7 @@ import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { CentralDatabase } from '../../src/scale-out/postgres.js';
 import { pruneHistory } from '../../src/scale-out/pg-retention.js';
 import { createLogger } from '../../src/ops/logger.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { sleep, until } from '../helpers/wait.js';
 
 function pgValues(pg: TestPostgres, db: string, deviceAssetId: string): number[] {
   const out = pg.psql(`SELECT value FROM states WHERE asset_id = '${deviceAssetId}' ORDER BY id`, db);

@@ -15,16 +15,7 @@ import { startRedis } from '../helpers/redis.js';
 import { CentralDatabase } from '../../src/scale-out/postgres.js';
 import { migratePostgres } from '../../src/scale-out/schema.js';
 import { PostgresPendingCommands } from '../../src/scale-out/pg-ports.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+import { sleep, until } from '../helpers/wait.js';
 
 function gatewayCommands(dataDir: string, value: string): number {
   const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });

@@ -8,18 +8,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
 import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const OUTAGE_MS = Number(process.env.OUTPOST_SYNC_OUTAGE_S ?? 8) * 1000;
 const WINDOW = 32;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
   const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });

@@ -12,16 +12,7 @@ import mqtt from 'mqtt';
 import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { readDownlink, uplinkFrame } from '../lpwan/frames.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { sleep, until } from '../helpers/wait.js';
 
 function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
   const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });

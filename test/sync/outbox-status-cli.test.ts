@@ -6,20 +6,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { api, cli, cliJson, removeDir, startDaemon, tempDataDir } from '../helpers/daemon.js';
 import { mosquitto } from '../helpers/mosquitto.js';
+import { until } from '../helpers/wait.js';
 
 interface OutboxView {
   from: string;
   link: string;
   depth: number;
   sent: number;
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test('outbox status without --config shows the daemon\'s live link and counters, then the database once the daemon stopped', async () => {

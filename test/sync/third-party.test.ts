@@ -7,18 +7,10 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { mosquitto, freePort } from '../helpers/mosquitto.js';
+import { sleep, until } from '../helpers/wait.js';
 
 /** The issue asks for a 30 s outage; the default keeps the suite short. OUTPOST_SYNC_OUTAGE_S=30 runs the long one. */
 const OUTAGE_MS = Number(process.env.OUTPOST_SYNC_OUTAGE_S ?? 8) * 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 function provisionDevice(dataDir: string) {
   const device = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'field-sensor'], dataDir);
