@@ -1,17 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../core/time.js';
-import type { Logger } from '../ops/logger.js';
 import type { Counter, MetricsRegistry } from '../ops/metrics.js';
-import type { Catalog } from '../store/catalog.js';
-import type { LorawanDeviceStore } from '../store/lorawan-devices.js';
-import type { StatePipeline } from '../ingest/ingest.js';
-import type { DeviceEvents } from '../ingest/device-events.js';
 import type { RadioFrame, RadioSource } from './radio.js';
 import { parseUplink } from './lorawan/phy.js';
-import type { Region } from './lorawan/regions.js';
-import type { SessionRegistry } from './session-registry.js';
-import type { DownlinkQueue } from './downlink-queue.js';
-import type { LastHeard, NetworkSettings, ServerParts } from './server-parts.js';
+import type { LastHeard, ServerFoundation, ServerParts } from './server-parts.js';
 import { Transmitter } from './downlink/transmitter.js';
 import { ClassCScheduler } from './downlink/class-c.js';
 import { UplinkDeduplicator, type HeardCopy } from './uplink/dedup.js';
@@ -26,19 +17,8 @@ import { JOIN_STEPS, type JoinContext } from './uplink/join.js';
  */
 export type UnclaimedFrameHandler = (frame: RadioFrame, source: RadioSource, reason: string) => boolean;
 
-export interface NetworkServerDeps {
-  devices: LorawanDeviceStore;
-  sessions: SessionRegistry;
-  queue: DownlinkQueue;
-  catalog: Catalog;
-  pipeline: StatePipeline;
-  /** Where the steps publish device events (the radio service limits refusals on the way: ./refusal-events.ts). */
-  events: Pick<DeviceEvents, 'publish'>;
-  clock: Clock;
-  logger: Logger;
+export interface NetworkServerDeps extends ServerFoundation {
   metrics: MetricsRegistry;
-  region: Region;
-  settings: NetworkSettings;
   /** Copies of one frame from every source are merged for this long (ms; `radio.dedupMs`). */
   dedupMs?: number;
   /** Whether ETSI duty cycles are enforced (EU868 by default). */

@@ -32,18 +32,23 @@ export interface LastHeard {
   replyTo: unknown;
 }
 
-/** What every step of the network server works with: the stores, the radio side and its settings. */
-export interface ServerParts {
+/** What the network server is given and hands on to its steps unchanged: stores, clock, region, settings. */
+export interface ServerFoundation {
   devices: LorawanDeviceStore;
   sessions: SessionRegistry;
   queue: DownlinkQueue;
   catalog: Catalog;
   pipeline: StatePipeline;
+  /** Where the steps publish device events (the radio service limits refusals on the way: ./refusal-events.ts). */
   events: Pick<DeviceEvents, 'publish'>;
   clock: Clock;
   logger: Logger;
   region: Region;
   settings: NetworkSettings;
+}
+
+/** What every step of the network server works with: the foundation, the radio side and the server's own helpers. */
+export interface ServerParts extends ServerFoundation {
   transmitter: Transmitter;
   random: (size: number) => Buffer;
   /** Whether the device has a codec of its own (an empty FRMPayload still goes to it). */
