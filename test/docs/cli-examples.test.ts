@@ -70,7 +70,7 @@ test('the docs agree with each other and cite nothing a user does not have', () 
   const minimum = /Node\.js ≥ (\d+)/.exec(read('README.md'))?.[1];
   assert.ok(minimum, 'the README states a minimum Node.js version');
   assert.match(read('docs/operations.md'), new RegExp(`needs Node\\.js ${minimum} or later`));
-  // CBOR speed: codecs.md repeats the README benchmark's ratio to JSON.parse (3 assets).
+  // CBOR speed: docs/codecs.md repeats the README benchmark's ratio to JSON.parse (3 assets).
   const row = /\| the same \| [\d ]+ \| `JSON\.parse` of the same state \| [\d ]+ \| ([\d.]+) \|/.exec(read('README.md'));
   assert.ok(row, 'the README has the CBOR-vs-JSON.parse row');
   const ratio = Number(row[1]).toFixed(1);

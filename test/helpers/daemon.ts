@@ -47,20 +47,31 @@ export interface StartOptions {
   cwd?: string;
 }
 
-export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
-  const dataDir = options.dataDir ?? tempDataDir();
-  const proc = spawn(process.execPath, [options.program ?? CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
-    cwd: options.cwd ?? ROOT,
-    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', ...options.env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export interface ReadyWait {
+  /** Every stdout line so far (the daemon logs JSON lines). */
+  logs: string[];
+  /** Resolves with the exit code when the process ends. */
+  exited: Promise<number | null>;
+  /** The daemon's ready line (it carries the bound ports); rejects on a timeout or an exit before it, with the output. */
+  ready: Promise<{ ports: Record<string, number> }>;
+}
+
+/**
+ * Collects a started daemon's output and waits for its `"msg":"ready"` line: the one place the tests
+ * (this checkout's daemon, an installed release, a packaged one under QEMU) know what "ready" looks like.
+ * `onTimeout` runs before the rejection (a packaged daemon is killed so QEMU does not linger).
+ */
+export function awaitReady(proc: ChildProcess, what: string, timeoutMs: number, onTimeout?: () => void): ReadyWait {
   const logs: string[] = [];
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const ready = await new Promise<{ ports: Record<string, number> }>((resolve, reject) => {
+  const ready = new Promise<{ ports: Record<string, number> }>((resolve, reject) => {
     let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`daemon not ready in 15 s\n${logs.join('\n')}\n${stderr}`)), 15_000);
+    const timer = setTimeout(() => {
+      onTimeout?.();
+      reject(new Error(`${what} not ready in ${timeoutMs} ms\n${logs.join('\n')}\n${stderr}`));
+    }, timeoutMs);
     proc.stdout!.on('data', (d: Buffer) => {
       buffer += d.toString();
       let nl: number;
@@ -76,9 +87,21 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`daemon exited with ${code} before ready\n${logs.join('\n')}\n${stderr}`));
+      reject(new Error(`${what} exited with ${code} before ready\n${logs.join('\n')}\n${stderr}`));
     });
   });
+  return { logs, exited, ready };
+}
+
+export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
+  const dataDir = options.dataDir ?? tempDataDir();
+  const proc = spawn(process.execPath, [options.program ?? CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
+    cwd: options.cwd ?? ROOT,
+    env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', ...options.env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const { logs, exited, ready: readyLine } = awaitReady(proc, 'daemon', 15_000);
+  const ready = await readyLine;
   const httpPort = ready.ports.http ?? 0;
   return {
     proc,

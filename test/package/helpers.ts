@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 // @ts-expect-error: plain JavaScript module of the build scripts, no type declarations.
 import { TARGETS } from '../../scripts/package/targets.mjs';
+import { awaitReady } from '../helpers/daemon.js';
 
 export type Arch = 'arm64' | 'armhf' | 'amd64';
 
@@ -91,38 +92,12 @@ export async function startPackagedDaemon(arch: Arch, app: string, dataDir: stri
     env: childEnv({ OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const logs: string[] = [];
-  let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const ready = await new Promise<{ ports: { http: number; mqtt: number; gwmp: number } }>((resolve, reject) => {
-    let buffer = '';
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`packaged daemon (${arch}) not ready in ${readyTimeoutMs} ms\n${logs.join('\n')}\n${stderr}`));
-    }, readyTimeoutMs);
-    proc.stdout!.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logs.push(line);
-        if (line.includes('"msg":"ready"')) {
-          clearTimeout(timer);
-          resolve(JSON.parse(line));
-        }
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`packaged daemon (${arch}) exited with ${code} before ready\n${logs.join('\n')}\n${stderr}`));
-    });
-  });
+  const { logs, exited, ready: readyLine } = awaitReady(proc, `packaged daemon (${arch})`, readyTimeoutMs, () => proc.kill('SIGKILL'));
+  const ready = await readyLine;
   const startToReadyMs = Date.now() - spawnedAt;
   return {
     proc,
-    ports: ready.ports,
+    ports: { http: ready.ports.http ?? 0, mqtt: ready.ports.mqtt ?? 0, gwmp: ready.ports.gwmp ?? 0 },
     url: `http://127.0.0.1:${ready.ports.http}`,
     startToReadyMs,
     logs,
