@@ -86,6 +86,8 @@ export class StateWriter {
   readonly #hooks: BatchHook[] = [];
   #durable: DurableStage | undefined;
   #durableBusy = false;
+  /** Whether states also go into the node's own SQLite history (false: the durable store serves every read). */
+  #localStates = true;
 
   constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
@@ -98,9 +100,19 @@ export class StateWriter {
     this.#hooks.push(hook);
   }
 
-  /** Every batch goes through `stage` first; its duplicates are not written here again. */
-  setDurableStage(stage: DurableStage): void {
+  /**
+   * Every batch goes through `stage` first; its duplicates are not written here again. With
+   * `localStates: false` the node's SQLite keeps only what commits alongside the states (raw
+   * uplinks, counters): history and latest states are read from the durable store itself.
+   */
+  setDurableStage(stage: DurableStage, options: { localStates?: boolean } = {}): void {
     this.#durable = stage;
+    this.#localStates = options.localStates ?? true;
+  }
+
+  /** What of `states` the node's own SQLite stores. */
+  #local(states: StoredState[]): StoredState[] {
+    return this.#localStates ? states : [];
   }
 
   /** Settles after the commit that holds `states` and `alongside`; a write may carry no states. */
@@ -172,11 +184,11 @@ export class StateWriter {
     const started = process.hrtime.bigint();
     const hooks = this.#hooks;
     try {
-      if (hooks.length === 0 && batch.writes.every((w) => w.alongside === undefined)) this.#store.states.write(batch.states);
+      if (hooks.length === 0 && batch.writes.every((w) => w.alongside === undefined)) this.#store.states.write(this.#local(batch.states));
       else {
         this.#store.transaction(() => {
           for (const w of batch.writes) w.alongside?.();
-          this.#store.states.write(batch.states);
+          this.#store.states.write(this.#local(batch.states));
           for (const hook of hooks) hook.withinTransaction(batch.states);
         });
       }
@@ -206,7 +218,7 @@ export class StateWriter {
             // Nested: a savepoint of the batch's transaction.
             this.#store.transaction(() => {
               w.alongside?.();
-              this.#store.states.write(w.states);
+              this.#store.states.write(this.#local(w.states));
               for (const hook of hooks) hook.withinTransaction(w.states);
             });
           } catch (err) {
