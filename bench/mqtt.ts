@@ -9,11 +9,12 @@
 // BENCH_IDLE (idle device connections for the memory run, default 1000).
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Store } from '../src/store/store.js';
+import { freePort } from '../test/helpers/ports.js';
 import { connectPacket, subscribePacket, type LoadConnection, type LoadJob, type LoadResult } from './mqtt-loadgen.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -57,17 +58,6 @@ export function settings(): Settings {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

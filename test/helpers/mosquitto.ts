@@ -1,32 +1,12 @@
 // Debian mosquitto as a real foreign upstream for sync tests: a generated config on a free loopback
 // port, persistence in a temp dir (so a subscriber's session and queue survive a restart).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { freePort, untilListening } from './ports.js';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
+export { freePort } from './ports.js';
 
 export interface Mosquitto {
   port: number;
@@ -63,11 +43,8 @@ export async function mosquitto(options: { port?: number; persistence?: boolean 
     url: `mqtt://127.0.0.1:${port}`,
     async start() {
       proc = spawn(existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto', ['-c', conf], { stdio: ['ignore', 'ignore', 'inherit'] });
-      const deadline = Date.now() + 10_000;
-      while (!(await accepts(port))) {
-        if (Date.now() > deadline) throw new Error(`mosquitto did not listen on ${port}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const started = proc;
+      await untilListening(port, 'mosquitto', { exited: () => started.exitCode !== null });
     },
     async stop() {
       const p = proc;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { debFor, tool } from './helpers.js';
+import { awaitReady } from '../helpers/daemon.js';
 
 const dpkgStatus = () => spawnSync('dpkg-query', ['-W', '-f', '${Status}', 'outpost'], { encoding: 'utf8' }).stdout;
 const userExists = () => spawnSync('getent', ['passwd', 'outpost']).status === 0;
@@ -49,21 +50,9 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
       env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
+    const { exited, ready } = awaitReady(daemon, 'the installed service', 30_000);
     try {
-      let out = '';
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`not ready in 30 s:\n${out}`)), 30_000);
-        daemon.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('"msg":"ready"')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        daemon.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-        void exited.then((code) => reject(new Error(`exited ${code} before ready:\n${out}`)));
-      });
+      await ready;
       // No flags: the command finds the service's configuration, and through it the data directory.
       const env = { ...process.env };
       delete env.OUTPOST_CONFIG;
