@@ -1,20 +1,16 @@
 import pg from 'pg';
 import type { Logger } from '../ops/logger.js';
 import { ReplicaLog, type ReplicaChange } from '../store/replica-log.js';
-import type { StateStore, StoredState } from '../store/states.js';
 import type { CentralDatabase } from './postgres.js';
 
 /** NOTIFY channel: a node pushed catalog rows (payload: its node id). */
 export const CATALOG_CHANNEL = 'outpost_catalog';
 /** pg_advisory_xact_lock key serialising catalog pushes, so `seq` commits in the order it is handed out. */
 const PUSH_LOCK = 0x6f757471;
-/** Other nodes' states are read again for this long: a lower id may commit after a higher one. */
-const STATES_OVERLAP_MS = 2000;
 
 export interface ReplicaFigures {
   pushed: number;
   pulled: number;
-  statesPulled: number;
   pendingPush: number;
   lastPullAt: number | null;
 }
@@ -28,15 +24,12 @@ export interface ReplicaFigures {
  * - pull: on that notification (and every second) a node applies the rows other nodes pushed
  *   since its cursor, through its own connection to its SQLite file, so the daemon's catalog sees
  *   a commit from another connection (SQLite's data_version) and reloads as it does for the CLI:
- *   new devices and tokens work, revoked tokens' sessions close, managed devices are re-sent;
- * - states other nodes stored in PostgreSQL are copied into this node's history and latest
- *   states, so every node's HTTP API answers the same.
- * The node's own states reach its SQLite through the writer after PostgreSQL committed them.
+ *   new devices and tokens work, revoked tokens' sessions close, managed devices are re-sent.
+ * States are not copied: every node reads history and latest states from PostgreSQL itself.
  */
 export class CatalogReplica {
   readonly #log: ReplicaLog;
   readonly #pg: CentralDatabase;
-  readonly #states: StateStore;
   readonly #logger: Logger;
   readonly node: string;
   #timers: NodeJS.Timeout[] = [];
@@ -45,18 +38,13 @@ export class CatalogReplica {
   #pulling: Promise<void> | undefined;
   #pullAgain = false;
   #stopped = false;
-  /** [when, highest state id seen then]: the cursor persisted is the one older than the overlap. */
-  #stateMarks: Array<[number, number]> = [];
-  #statesSeen = 0;
-  readonly figures: ReplicaFigures = { pushed: 0, pulled: 0, statesPulled: 0, pendingPush: 0, lastPullAt: null };
+  readonly figures: ReplicaFigures = { pushed: 0, pulled: 0, pendingPush: 0, lastPullAt: null };
 
-  constructor(deps: { path: string; pg: CentralDatabase; states: StateStore; logger: Logger }) {
+  constructor(deps: { path: string; pg: CentralDatabase; logger: Logger }) {
     this.#pg = deps.pg;
-    this.#states = deps.states;
     this.#logger = deps.logger;
     this.#log = new ReplicaLog(deps.path);
     this.node = this.#log.node;
-    this.#statesSeen = this.#log.cursor('states_cursor');
   }
 
   /** Every row of the catalog logged for pushing (`outpost migrate --copy`: an existing SQLite central). */
@@ -165,14 +153,13 @@ export class CatalogReplica {
     }
   }
 
-  /** Applies what other nodes pushed since this node's cursor, then their new states. */
+  /** Applies what other nodes pushed since this node's cursor. */
   pull(): Promise<void> {
     if (this.#pulling) return this.#pulling;
     this.#pulling = (async () => {
       do {
         this.#pullAgain = false;
         await this.#pullCatalog();
-        await this.#pullStates();
         this.figures.lastPullAt = Date.now();
       } while (this.#pullAgain && !this.#stopped);
     })().finally(() => (this.#pulling = undefined));
@@ -203,41 +190,5 @@ export class CatalogReplica {
       this.figures.pulled += r.rows.length;
       if (r.rows.length < 1000) return;
     }
-  }
-
-  /**
-   * Other nodes' states since the cursor, into this node's history (duplicates skipped by their
-   * (asset, at, value)); states of assets this node does not hold yet are picked up again while
-   * they are within the overlap window.
-   */
-  async #pullStates(): Promise<void> {
-    const now = Date.now();
-    const settled = this.#stateMarks.filter(([t]) => now - t >= STATES_OVERLAP_MS).pop()?.[1];
-    if (settled !== undefined) {
-      this.#stateMarks = this.#stateMarks.filter(([t]) => now - t < STATES_OVERLAP_MS);
-      this.#log.setCursor('states_cursor', settled);
-    }
-    const from = this.#log.cursor('states_cursor');
-    let highest = this.#statesSeen;
-    for (let after = from; ; ) {
-      const r = await this.#pg.query<{ id: string; asset_id: string; at: string; value: string; received_at: string; codec: string | null }>(
-        'SELECT id, asset_id, at, value, received_at, codec FROM states WHERE id > $1 AND node <> $2 ORDER BY id LIMIT 5000',
-        [after, this.node],
-      );
-      if (r.rows.length === 0) break;
-      const states: StoredState[] = [];
-      for (const row of r.rows) {
-        if (!this.#log.assetExists(row.asset_id)) continue;
-        states.push({ assetId: row.asset_id, at: Number(row.at), valueJson: row.value, receivedAt: Number(row.received_at), codec: row.codec ?? undefined, dedupe: true });
-      }
-      // Through the daemon's own connection: history, not a catalog change (no reload on every batch).
-      if (states.length > 0) this.#states.write(states);
-      this.figures.statesPulled += states.filter((s) => !s.duplicate).length;
-      after = Number(r.rows[r.rows.length - 1]!.id);
-      highest = Math.max(highest, after);
-      if (r.rows.length < 5000) break;
-    }
-    this.#statesSeen = highest;
-    this.#stateMarks.push([now, highest]);
   }
 }

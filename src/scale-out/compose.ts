@@ -15,7 +15,7 @@ import { PostgresStates } from './pg-states.js';
  */
 export function scaleOutParts(core: Core) {
   const db = new CentralDatabase(core.config.central.postgres!);
-  const replica = new CatalogReplica({ path: core.store.path, pg: db, states: core.store.states, logger: core.logger });
+  const replica = new CatalogReplica({ path: core.store.path, pg: db, logger: core.logger });
   const states = new PostgresStates(db, replica.node);
   core.writer.setDurableStage((batch) => states.write(batch));
   core.metrics.counterFrom('outpost_postgres_duplicates_total', 'States PostgreSQL already held (any node): acknowledged, not stored twice', () => states.duplicates);

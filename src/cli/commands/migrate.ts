@@ -48,7 +48,7 @@ export const command: CliCommand = {
 async function copySqliteCentral(config: ReturnType<typeof loadConfig>, db: import('../../scale-out/postgres.js').CentralDatabase) {
   const [{ CatalogReplica }, { PostgresStates }] = await Promise.all([import('../../scale-out/catalog-replica.js'), import('../../scale-out/pg-states.js')]);
   const store = openStore(config);
-  const replica = new CatalogReplica({ path: store.path, pg: db, states: store.states, logger: createLogger('silent') });
+  const replica = new CatalogReplica({ path: store.path, pg: db, logger: createLogger('silent') });
   try {
     const catalogRows = replica.logEverything();
     await replica.push();
