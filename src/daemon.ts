@@ -86,9 +86,9 @@ export class Daemon {
   }
 
   /** `outpost status`, answered on the control socket. */
-  status(): DaemonStatus {
+  async status(): Promise<DaemonStatus> {
     const { core } = this;
-    const figures = storeFigures(core.store);
+    const figures = await storeFigures(core.store, core.stateReads);
     return {
       version: core.version,
       pid: process.pid,

@@ -1,4 +1,5 @@
 import type { Store } from '../store/store.js';
+import type { StateReads } from '../store/state-reads.js';
 
 /** What `outpost status --json` prints (docs/operations.md, "status"). */
 export interface DaemonStatus {
@@ -34,11 +35,13 @@ export class StatusSections {
   }
 }
 
-/** Database figures of the status; cheap enough to run on demand (count(*) uses the smallest index). */
-export function storeFigures(store: Store): { devices: number; storedStates: number; lastUplinkAt: number | null } {
+/**
+ * Database figures of the status; cheap enough to run on demand (SQLite: count(*) uses the smallest
+ * index; PostgreSQL: the planner's estimate, see StateReads.figures).
+ */
+export async function storeFigures(store: Store, states: StateReads): Promise<{ devices: number; storedStates: number; lastUplinkAt: number | null }> {
   const devices = store.devices.count();
-  const storedStates = store.states.count();
-  const lastState = store.states.lastReceivedAt();
+  const { stored: storedStates, lastReceivedAt: lastState } = await states.figures();
   const lastRaw = store.uplinks.lastReceivedAt();
   const candidates = [lastState, lastRaw].filter((v): v is number => typeof v === 'number');
   return { devices, storedStates, lastUplinkAt: candidates.length ? Math.max(...candidates) : null };

@@ -1,5 +1,6 @@
 import type { AssetRecord, DeviceRecord, TokenRecord } from '../core/model.js';
 import type { Store } from '../store/store.js';
+import type { LatestState, StateReads } from '../store/state-reads.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -8,28 +9,47 @@ export interface StateView {
   at: string;
 }
 
-type LatestState = { at: number; valueJson: string } | undefined;
+/** Assets whose latest states one query of a streamed list reads: few values held at once, few round trips to PostgreSQL. */
+const STREAM_CHUNK = 32;
 
-/** The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. */
-export function assetView(asset: AssetRecord, store: Pick<Store, 'states'>) {
-  return assetShape(asset, store.states.latest(asset.id));
+/**
+ * The asset object (docs/api.md, "Paths"), the shape the cloud SDKs parse. The views take the
+ * latest states as data: the daemon reads them through its StateReads (SQLite or PostgreSQL), the
+ * CLI from the SQLite file it opened.
+ */
+export function assetView(asset: AssetRecord, latest: LatestState | undefined) {
+  return assetShape(asset, latest);
 }
 
-/** A device's assets with their latest states: two queries, whatever their number. */
-export function deviceAssetsView(deviceId: string, store: Pick<Store, 'assets' | 'states'>) {
-  const latest = store.states.latestOfDevice(deviceId);
-  return store.assets.list(deviceId).map((asset) => assetShape(asset, latest.get(asset.id)));
+export async function readAssetView(asset: AssetRecord, states: StateReads) {
+  return assetShape(asset, await states.latest(asset.id));
+}
+
+/** A device's assets with their latest states. */
+export function deviceAssetsView(assets: readonly AssetRecord[], latest: ReadonlyMap<string, LatestState>) {
+  return assets.map((asset) => assetShape(asset, latest.get(asset.id)));
+}
+
+/** The same, read in one query of latest states whatever the number of assets. */
+export async function readDeviceAssetsView(deviceId: string, store: Pick<Store, 'assets'>, states: StateReads) {
+  const assets = store.assets.list(deviceId);
+  return deviceAssetsView(assets, await states.latestOf(assets.map((a) => a.id)));
 }
 
 /**
- * The same list one asset at a time, each latest state read only when its asset is reached: for
+ * The same list a few assets at a time, their latest states read only when they are reached: for
  * answers streamed to the client (streamJson), which then never hold every value at once.
  */
-export function* eachDeviceAssetView(deviceId: string, store: Pick<Store, 'assets' | 'states'>) {
-  for (const asset of store.assets.list(deviceId)) yield assetShape(asset, store.states.latest(asset.id));
+export async function* eachDeviceAssetView(deviceId: string, store: Pick<Store, 'assets'>, states: StateReads) {
+  const assets = store.assets.list(deviceId);
+  for (let i = 0; i < assets.length; i += STREAM_CHUNK) {
+    const chunk = assets.slice(i, i + STREAM_CHUNK);
+    const latest = await states.latestOf(chunk.map((a) => a.id));
+    for (const asset of chunk) yield assetShape(asset, latest.get(asset.id));
+  }
 }
 
-function assetShape(asset: AssetRecord, latest: LatestState) {
+function assetShape(asset: AssetRecord, latest: LatestState | undefined) {
   return {
     id: asset.id,
     deviceId: asset.deviceId,
@@ -58,8 +78,12 @@ export function deviceView(device: DeviceRecord) {
   };
 }
 
-export function deviceWithAssetsView(device: DeviceRecord, store: Pick<Store, 'assets' | 'states'>) {
-  return { ...deviceView(device), assets: deviceAssetsView(device.id, store) };
+export function deviceWithAssetsView(device: DeviceRecord, assets: readonly AssetRecord[], latest: ReadonlyMap<string, LatestState>) {
+  return { ...deviceView(device), assets: deviceAssetsView(assets, latest) };
+}
+
+export async function readDeviceWithAssetsView(device: DeviceRecord, store: Pick<Store, 'assets'>, states: StateReads) {
+  return { ...deviceView(device), assets: await readDeviceAssetsView(device.id, store, states) };
 }
 
 /** Never includes the secret: only its hash is stored. */

@@ -2,6 +2,7 @@ import type { OutpostConfig } from '../core/config.js';
 import { RateLimiter } from '../core/rate-limit.js';
 import type { Clock } from '../core/time.js';
 import { Store } from '../store/store.js';
+import { SqliteStateReads, type StateReads } from '../store/state-reads.js';
 import { DataDirLock, prepareDataDir } from '../store/data-dir.js';
 import { Catalog } from '../store/catalog.js';
 import { StateWriter } from '../ingest/state-writer.js';
@@ -45,6 +46,7 @@ export class Core {
   readonly reloader: ConfigReloader;
   readonly #pruner: HistoryPruner;
   readonly #lock: DataDirLock;
+  #stateReads: StateReads;
   #timers: NodeJS.Timeout[] = [];
   #closed = false;
 
@@ -59,6 +61,7 @@ export class Core {
     this.startedAt = clock.now();
     this.#watchStore();
     this.catalog = new Catalog(store);
+    this.#stateReads = new SqliteStateReads(store);
     const commitSeconds = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
     this.writer = new StateWriter(store, { onCommit: (_n, micros) => commitSeconds.observe(micros / 1e6) });
     this.codecs = new DeviceCodecs(config, logger);
@@ -92,6 +95,19 @@ export class Core {
     this.reloader = new ConfigReloader(config);
     registerCoreReloadables(this);
     registerCoreMetrics(this);
+  }
+
+  /** Where every reader of states reads them (latest, history, views, retained feed, status). */
+  get stateReads(): StateReads {
+    return this.#stateReads;
+  }
+
+  /**
+   * Central nodes on PostgreSQL read states there, not from their SQLite file (docs/scale-out.md).
+   * Set by the role's composition before it builds the doors, which take the reader once.
+   */
+  readStatesFrom(reads: StateReads): void {
+    this.#stateReads = reads;
   }
 
   /**

@@ -96,7 +96,7 @@ export async function mqttDoor(core: Core, gateways?: GatewayHub, cluster?: Brok
   const door = new MqttDoor({
     config: config.mqtt,
     catalog: core.catalog,
-    states: core.store.states,
+    states: core.stateReads,
     pipeline: core.pipeline,
     registry: core.registry,
     commands: core.commands,
@@ -136,6 +136,7 @@ export function httpDoor(core: Core, extras: HttpDoorExtras): Door | undefined {
   const api = apiRoutes({
     catalog: core.catalog,
     store: core.store,
+    states: core.stateReads,
     registry: core.registry,
     pipeline: core.pipeline,
     commands: core.commands,

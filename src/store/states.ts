@@ -110,6 +110,15 @@ export class StateStore {
     return new Map(rows.map((r) => [r.asset_id as string, { at: r.at as number, valueJson: r.value as string }]));
   }
 
+  /** The latest state of each of these assets that has one, in one query. */
+  latestOf(assetIds: readonly string[]): Map<string, { at: number; valueJson: string }> {
+    if (assetIds.length === 0) return new Map();
+    const rows = this.#db
+      .statement('SELECT asset_id, at, value FROM latest_states WHERE asset_id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(assetIds)) as Row[];
+    return new Map(rows.map((r) => [r.asset_id as string, { at: r.at as number, valueJson: r.value as string }]));
+  }
+
   /** Every asset's latest state: the MQTT door rebuilds its retained feed messages from this at start. */
   allLatest(): Array<{ assetId: string; at: number; valueJson: string }> {
     return (this.#db.statement('SELECT asset_id, at, value FROM latest_states').all() as Row[]).map((r) => ({

@@ -55,7 +55,7 @@ test('doors open in the listed order, report their ports, and close in reverse b
     const ports = (await daemon.start()) as Record<string, number>;
     assert.deepEqual(Object.keys(ports), ['first', 'second', 'third']);
     for (const port of Object.values(ports)) assert.ok(port > 0);
-    assert.deepEqual(daemon.status().ports, ports);
+    assert.deepEqual((await daemon.status()).ports, ports);
     assert.ok(daemon.healthy());
     await daemon.stop();
     assert.deepEqual(log, ['start first', 'start second', 'start third', 'stop third', 'stop second', 'stop first']);

@@ -24,7 +24,7 @@ function createAsset({ config, positionals, values, show }: ManagementArgs): num
       throw new UsageError('--profile must be JSON, e.g. \'{"type":"integer"}\'');
     }
     const asset = registry.createAsset(deviceId, { name: values.name, is: values.is ?? 'sensor', profile, title: values.title });
-    show(assetView(asset, store), () => `asset ${asset.name} (${asset.id}) created on device ${deviceId}`);
+    show(assetView(asset, undefined), () => `asset ${asset.name} (${asset.id}) created on device ${deviceId}`);
     return 0;
   });
 }
@@ -32,7 +32,7 @@ function createAsset({ config, positionals, values, show }: ManagementArgs): num
 function listAssets({ config, positionals, show }: ManagementArgs): number {
   return withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-    const assets = deviceAssetsView(device.id, store);
+    const assets = deviceAssetsView(store.assets.list(device.id), store.states.latestOfDevice(device.id));
     show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
     return 0;
   });

@@ -41,7 +41,7 @@ function listDevices({ config, show }: ManagementArgs): number {
   return withRegistry(config, (_r, store) => {
     const devices = store.devices.list();
     show(
-      devices.map((d) => deviceWithAssetsView(d, store)),
+      devices.map((d) => deviceWithAssetsView(d, store.assets.list(d.id), store.states.latestOfDevice(d.id))),
       () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.assets.count(d.id), new Date(d.createdOn).toISOString()])),
     );
     return 0;
@@ -51,7 +51,7 @@ function listDevices({ config, show }: ManagementArgs): number {
 function showDevice({ config, positionals, show }: ManagementArgs): number {
   return withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-    const view = deviceWithAssetsView(device, store);
+    const view = deviceWithAssetsView(device, store.assets.list(device.id), store.states.latestOfDevice(device.id));
     show(view, () =>
       [
         `device ${view.id}  name: ${view.name}  created: ${view.createdOn}`,

@@ -3,8 +3,9 @@ import { isJsonObject, memberIgnoringCase } from '../../core/json.js';
 import type { GatewayRegistry } from '../../sync/central/gateway-registry.js';
 import { gatewayView } from '../../sync/central/gateway-registry.js';
 import type { FleetConfig } from '../../sync/central/fleet-config.js';
-import { deviceWithAssetsView } from '../../registry/views.js';
+import { readDeviceWithAssetsView } from '../../registry/views.js';
 import type { Store } from '../../store/store.js';
+import type { StateReads } from '../../store/state-reads.js';
 import type { Route } from './router.js';
 import { requireAdmin } from './access.js';
 
@@ -16,7 +17,7 @@ export function gatewayRoutes(
   gateways: GatewayRegistry,
   connected: (gatewayId: string) => boolean,
   fleet: FleetConfig,
-  store: Store,
+  { store, states }: { store: Store; states: StateReads },
   deleted: (gatewayId: string) => void = () => {},
 ): Route[] {
   const view = async (id: string) => {
@@ -63,7 +64,7 @@ export function gatewayRoutes(
           if (gateway !== null && typeof gateway !== 'string') throw new ServiceError('INVALID_BODY', 'body must be {"gateway": "<GatewayID>"} or {"gateway": null}');
           await fleet.assign(ctx.params.deviceId!, gateway);
           const device = store.devices.get(ctx.params.deviceId!)!;
-          return { status: 200, body: deviceWithAssetsView(device, store) };
+          return { status: 200, body: await readDeviceWithAssetsView(device, store, states) };
         },
       },
     },

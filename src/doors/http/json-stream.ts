@@ -25,12 +25,13 @@ function drained(res: ServerResponse): Promise<boolean> {
  * sent chunked. After the headers an error can no longer become an error answer: the connection
  * is closed instead (the client sees a truncated body, never a wrong one).
  */
-export async function streamJson(res: ServerResponse, head: string, items: Iterable<unknown>, tail: string): Promise<void> {
+export async function streamJson(res: ServerResponse, head: string, items: Iterable<unknown> | AsyncIterable<unknown>, tail: string): Promise<void> {
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
   try {
     let separator = '';
     if (!res.write(head) && !(await drained(res))) return;
-    for (const item of items) {
+    // Async items: read as they are reached (an asset list's latest states from PostgreSQL).
+    for await (const item of items) {
       const more = res.write(separator + JSON.stringify(item));
       separator = ',';
       if (!more && !(await drained(res))) return;

@@ -3,7 +3,7 @@ import type { OutpostConfig } from '../../core/config.js';
 import type { RateLimiter } from '../../core/rate-limit.js';
 import type { Clock } from '../../core/time.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { StateStore } from '../../store/states.js';
+import type { StateReads } from '../../store/state-reads.js';
 import type { StatePipeline } from '../../ingest/ingest.js';
 import type { CommandRouter } from '../../commands/router.js';
 import type { Registry } from '../../registry/registry.js';
@@ -32,7 +32,7 @@ export interface MqttDoorDeps {
   config: OutpostConfig['mqtt'];
   catalog: Catalog;
   /** Latest states, read once at start to rebuild the retained feed. */
-  states: StateStore;
+  states: StateReads;
   pipeline: StatePipeline;
   registry: Registry;
   commands: CommandRouter;
@@ -88,7 +88,7 @@ export class MqttDoor implements Door {
 
   async start(): Promise<MqttPorts> {
     const { config, catalog, pipeline, registry, commands, logger } = this.#deps;
-    loadRetained(this.retained, catalog, this.#deps.states);
+    await loadRetained(this.retained, catalog, this.#deps.states);
     let ticks = 0;
     this.#flushTimer = setInterval(() => {
       this.#metrics.flush();

@@ -1,7 +1,7 @@
 import type { Client, Subscription } from 'aedes';
 import { feedText } from '../../ingest/ingest.js';
 import type { Catalog } from '../../store/catalog.js';
-import type { StateStore } from '../../store/states.js';
+import type { StateReads } from '../../store/state-reads.js';
 import { filterMatches } from '../../wire/topics.js';
 
 const noop = () => {};
@@ -78,8 +78,8 @@ export class RetainedFeed {
 }
 
 /** Fills the feed from the store's latest states (at start: nothing of it is persisted by the broker). */
-export function loadRetained(feed: RetainedFeed, catalog: Catalog, states: StateStore): void {
-  for (const latest of states.allLatest()) {
+export async function loadRetained(feed: RetainedFeed, catalog: Catalog, states: StateReads): Promise<void> {
+  for (const latest of await states.allLatest()) {
     const asset = catalog.assetById(latest.assetId);
     if (asset) feed.offer(asset.deviceId, asset.name, latest.at, latest.valueJson);
   }

@@ -18,9 +18,9 @@ export function assetStateRoutes(deps: ApiDeps): Route[] {
   ];
 }
 
-function getState(deps: ApiDeps, ctx: RequestContext) {
+async function getState(deps: ApiDeps, ctx: RequestContext) {
   const asset = readableAsset(deps, ctx);
-  const latest = deps.store.states.latest(asset.id);
+  const latest = await deps.states.latest(asset.id);
   if (!latest) throw new ServiceError('NO_STATE', `asset "${asset.name}" has no state yet`);
   return { status: 200, body: { id: asset.id, state: { value: JSON.parse(latest.valueJson), at: iso(latest.at) } } };
 }
@@ -43,12 +43,12 @@ async function putState(deps: ApiDeps, ctx: RequestContext) {
   return { status: 200, body: { id: state.assetId, state: { value: state.value, at: iso(state.at) } } };
 }
 
-function stateHistory(deps: ApiDeps, ctx: RequestContext) {
+async function stateHistory(deps: ApiDeps, ctx: RequestContext) {
   const asset = readableAsset(deps, ctx);
   const provenance = queryFlag(ctx.query, 'provenance');
   // An empty cursor has always meant the first page here.
   const cursor = queryCursor(ctx.query, decodeHistoryCursor, { emptyIsFirstPage: true });
-  const page = deps.store.states.history(asset.id, {
+  const page = await deps.states.history(asset.id, {
     from: queryTime(ctx.query, 'from'),
     to: queryTime(ctx.query, 'to'),
     limit: queryLimit(ctx.query, 100, 1000),

@@ -1,4 +1,4 @@
-import { assetView, eachDeviceAssetView } from '../../../registry/views.js';
+import { eachDeviceAssetView, readAssetView } from '../../../registry/views.js';
 import { streamJson } from '../json-stream.js';
 import type { Route } from '../router.js';
 import { manageableDevice, readableAsset, readableDevice, type ApiDeps } from './deps.js';
@@ -14,7 +14,7 @@ export function assetRoutes(deps: ApiDeps): Route[] {
         GET: async (ctx) => {
           const device = readableDevice(deps, ctx);
           // Streamed: up to 1 024 latest values of up to 64 KiB each (docs/api.md, "Pages").
-          await streamJson(ctx.res, '[', eachDeviceAssetView(device.id, store), ']');
+          await streamJson(ctx.res, '[', eachDeviceAssetView(device.id, store, deps.states), ']');
           return { status: 200, written: true };
         },
         POST: async (ctx) => {
@@ -22,7 +22,7 @@ export function assetRoutes(deps: ApiDeps): Route[] {
           const asset = registry.createAsset(device.id, await ctx.body());
           return {
             status: 201,
-            body: assetView(asset, store),
+            body: await readAssetView(asset, deps.states),
             headers: { location: `/device/${device.id}/asset/${encodeURIComponent(asset.name)}` },
           };
         },
@@ -31,11 +31,11 @@ export function assetRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId/asset/:name',
       methods: {
-        GET: (ctx) => ({ status: 200, body: assetView(readableAsset(deps, ctx), store) }),
+        GET: async (ctx) => ({ status: 200, body: await readAssetView(readableAsset(deps, ctx), deps.states) }),
         PUT: async (ctx) => {
           const device = manageableDevice(deps, ctx);
           const { asset, created } = registry.upsertAsset(device.id, ctx.params.name!, await ctx.body());
-          return { status: created ? 201 : 200, body: assetView(asset, store) };
+          return { status: created ? 201 : 200, body: await readAssetView(asset, deps.states) };
         },
         DELETE: (ctx) => {
           const device = manageableDevice(deps, ctx);
@@ -44,6 +44,6 @@ export function assetRoutes(deps: ApiDeps): Route[] {
         },
       },
     },
-    { pattern: '/asset/:assetId', methods: { GET: (ctx) => ({ status: 200, body: assetView(readableAsset(deps, ctx), store) }) } },
+    { pattern: '/asset/:assetId', methods: { GET: async (ctx) => ({ status: 200, body: await readAssetView(readableAsset(deps, ctx), deps.states) }) } },
   ];
 }

@@ -4,6 +4,7 @@ import { canManageAssets, canReadDevice } from '../../../core/access.js';
 import type { Clock } from '../../../core/time.js';
 import type { CachedAsset, Catalog } from '../../../store/catalog.js';
 import type { Store } from '../../../store/store.js';
+import type { StateReads } from '../../../store/state-reads.js';
 import type { DeviceRecord } from '../../../core/model.js';
 import type { StatePipeline } from '../../../ingest/ingest.js';
 import { resolveAsset, type AssetTarget } from '../../../registry/targets.js';
@@ -19,6 +20,8 @@ export interface ApiDeps {
   catalog: Catalog;
   /** The aggregates the read paths list from (history, uplinks, tokens, the device list) and codec trials read. */
   store: Pick<Store, 'devices' | 'assets' | 'tokens' | 'states' | 'uplinks' | 'redecodeJobs' | 'gateways' | 'fleet' | 'managedHere'>;
+  /** Latest states and history: the SQLite file, or PostgreSQL on central nodes (docs/scale-out.md). */
+  states: StateReads;
   registry: Registry;
   pipeline: StatePipeline;
   commands: CommandRouter;

@@ -1,6 +1,6 @@
 import { canReadAny } from '../../../core/access.js';
 import type { DeviceRecord } from '../../../core/model.js';
-import { deviceView, deviceWithAssetsView, eachDeviceAssetView } from '../../../registry/views.js';
+import { deviceView, eachDeviceAssetView, readDeviceWithAssetsView } from '../../../registry/views.js';
 import { streamJson } from '../json-stream.js';
 import { forbid, requireAdmin } from '../access.js';
 import type { RequestContext, Route } from '../router.js';
@@ -19,12 +19,12 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
           const device = readableDevice(deps, ctx);
           // The device, then its assets streamed one by one: their latest values may be large (see streamJson).
           const head = JSON.stringify({ ...deviceView(device), link: deviceLinks(deps).of(device), managed: managedState(deps, device.id) });
-          await streamJson(ctx.res, `${head.slice(0, -1)},"assets":[`, eachDeviceAssetView(device.id, store), ']}');
+          await streamJson(ctx.res, `${head.slice(0, -1)},"assets":[`, eachDeviceAssetView(device.id, store, deps.states), ']}');
           return { status: 200, written: true };
         },
         PUT: async (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: deviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store) };
+          return { status: 200, body: await readDeviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store, deps.states) };
         },
         DELETE: (ctx) => {
           requireAdmin(ctx);
@@ -46,10 +46,10 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
   ];
 }
 
-function listDevices(deps: ApiDeps, ctx: RequestContext) {
+async function listDevices(deps: ApiDeps, ctx: RequestContext) {
   if (!canReadAny(ctx.principal())) forbid('listing devices needs an application token with the "read" scope');
   const store = deps.store;
-  const lastSeen = store.devices.lastStateAtByDevice();
+  const lastSeen = await deps.states.lastSeenByDevice((assetId) => deps.catalog.assetById(assetId)?.deviceId);
   const links = deviceLinks(deps);
   return { status: 200, body: store.devices.list().map((d) => ({ ...deviceView(d), lastSeen: lastSeen.has(d.id) ? iso(lastSeen.get(d.id)!) : null, link: links.of(d) })) };
 }
@@ -87,5 +87,5 @@ function managedState(deps: ApiDeps, deviceId: string) {
 async function createDevice(deps: ApiDeps, ctx: RequestContext) {
   requireAdmin(ctx);
   const { device, token, tokenId } = deps.registry.createDevice(await ctx.body());
-  return { status: 201, body: { ...deviceWithAssetsView(device, deps.store), token, tokenId }, headers: { location: `/device/${device.id}` } };
+  return { status: 201, body: { ...(await readDeviceWithAssetsView(device, deps.store, deps.states)), token, tokenId }, headers: { location: `/device/${device.id}` } };
 }
