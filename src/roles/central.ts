@@ -71,6 +71,6 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     cluster?.door,
     await mqttDoor(core, hub, cluster?.broker),
     radio,
-    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id) || (scaleOut?.connectedElsewhere(id) ?? false), fleet, core.store, (id) => hub.forget(id)), writesRefused: scaleOut?.writesRefused }),
+    httpDoor(core, { radio, health: daemon.health, routes: gatewayRoutes(gateways, (id) => hub.connected(id) || (scaleOut?.connectedElsewhere(id) ?? false), fleet, { store: core.store, states: core.stateReads }, (id) => hub.forget(id)), writesRefused: scaleOut?.writesRefused }),
   ]);
 }
