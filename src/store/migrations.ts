@@ -271,6 +271,21 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         created_on INTEGER NOT NULL
       ) WITHOUT ROWID;
     `),
+  // A central on PostgreSQL no longer logs its catalog changes for a later push (docs/scale-out.md,
+  // "How the nodes share"): a write is committed in PostgreSQL first and the node's SQLite is its
+  // cache. The triggers and the log an earlier version created on such a node go (a no-op elsewhere).
+  (db) =>
+    db.exec(`
+      DROP TRIGGER IF EXISTS replica_gateways_insert; DROP TRIGGER IF EXISTS replica_gateways_update; DROP TRIGGER IF EXISTS replica_gateways_delete;
+      DROP TRIGGER IF EXISTS replica_devices_insert; DROP TRIGGER IF EXISTS replica_devices_update; DROP TRIGGER IF EXISTS replica_devices_delete;
+      DROP TRIGGER IF EXISTS replica_assets_insert; DROP TRIGGER IF EXISTS replica_assets_update; DROP TRIGGER IF EXISTS replica_assets_delete;
+      DROP TRIGGER IF EXISTS replica_tokens_insert; DROP TRIGGER IF EXISTS replica_tokens_update; DROP TRIGGER IF EXISTS replica_tokens_delete;
+      DROP TRIGGER IF EXISTS replica_lorawan_devices_insert; DROP TRIGGER IF EXISTS replica_lorawan_devices_update; DROP TRIGGER IF EXISTS replica_lorawan_devices_delete;
+      DROP TRIGGER IF EXISTS replica_commanded_values_insert; DROP TRIGGER IF EXISTS replica_commanded_values_update; DROP TRIGGER IF EXISTS replica_commanded_values_delete;
+      DROP TRIGGER IF EXISTS replica_managed_devices_insert; DROP TRIGGER IF EXISTS replica_managed_devices_update; DROP TRIGGER IF EXISTS replica_managed_devices_delete;
+      DROP TRIGGER IF EXISTS replica_fleet_revision_insert; DROP TRIGGER IF EXISTS replica_fleet_revision_update; DROP TRIGGER IF EXISTS replica_fleet_revision_delete;
+      DROP TABLE IF EXISTS replica_changes;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {
