@@ -60,6 +60,15 @@ export interface BasicStationConfig {
   auth: 'token' | 'none';
   /** PEM files: with them the socket is `wss://`; with `ca` stations need a client certificate whose CN is their EUI. */
   tls: { cert: string; key: string; ca: string | null } | null;
+  /** What one station, or anyone reaching the port, may cost the door (docs/security.md, "Basics Station limits"). */
+  maxMessageBytes: number;
+  maxStations: number;
+  maxDiscovery: number;
+  messagesPerSecond: number;
+  messagesBurst: number;
+  maxQueuedBytes: number;
+  maxPending: number;
+  pingIntervalSeconds: number;
 }
 
 export interface RadioConfig {
@@ -206,7 +215,20 @@ export const DEFAULT_CONFIG: OutpostConfig = {
     subBand: 2,
     classC: { ackTimeoutS: 30, retries: 2 },
     gwmp: { host: '0.0.0.0', port: 1700, maxDatagramBytes: 32768, maxGateways: 1000, gatewayExpirySeconds: 3600 },
-    basicStation: { host: '0.0.0.0', port: 3001, auth: 'token', tls: null },
+    basicStation: {
+      host: '0.0.0.0',
+      port: 3001,
+      auth: 'token',
+      tls: null,
+      maxMessageBytes: 16384,
+      maxStations: 1000,
+      maxDiscovery: 64,
+      messagesPerSecond: 200,
+      messagesBurst: 1000,
+      maxQueuedBytes: 1048576,
+      maxPending: 4096,
+      pingIntervalSeconds: 30,
+    },
     serial: [],
   },
 };
@@ -349,6 +371,16 @@ export const CONFIG_SCHEMA = strict({
           port,
           auth: { enum: ['token', 'none'] },
           tls: { anyOf: [{ ...strict({ cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, ca: { type: ['string', 'null'] } }), required: ['cert', 'key'] }, { type: 'null' }] },
+          // A router_config and a full-size uplink are well under 2 KiB; ws's own default is 100 MiB.
+          maxMessageBytes: { type: 'integer', minimum: 2048, maximum: 1048576 },
+          maxStations: { type: 'integer', minimum: 1, maximum: 100000 },
+          maxDiscovery: { type: 'integer', minimum: 1, maximum: 10000 },
+          messagesPerSecond: { type: 'integer', minimum: 1, maximum: 100000 },
+          messagesBurst: { type: 'integer', minimum: 1, maximum: 1000000 },
+          maxQueuedBytes: { type: 'integer', minimum: 65536, maximum: 268435456 },
+          maxPending: { type: 'integer', minimum: 1, maximum: 1000000 },
+          // Under 5 s a station on a slow cellular link could be dropped between two pongs.
+          pingIntervalSeconds: { type: 'integer', minimum: 5, maximum: 3600 },
         }),
         { const: false },
       ],

@@ -18,7 +18,7 @@ import { LpwanCommandSink } from './command-sink.js';
 import { LorawanProvisioning } from './provisioning.js';
 import { GwmpDoor } from './gwmp/door.js';
 import { RefusalLimitedEvents } from './refusal-events.js';
-import { BasicStationDoor, loadStationTls } from '../doors/basic-station/door.js';
+import { BasicStationDoor, loadStationTls, stationLimits } from '../doors/basic-station/door.js';
 import { StationRegistry } from '../doors/basic-station/registry.js';
 import type { Door } from '../doors/door.js';
 import { bindError } from '../doors/bind-errors.js';
@@ -128,6 +128,7 @@ export class RadioService implements Door {
         clock,
         logger: deps.logger,
         metrics: deps.metrics,
+        limits: stationLimits(bs),
       });
       this.addSource(this.basicStation);
       const door = this.basicStation;

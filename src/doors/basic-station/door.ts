@@ -3,7 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext, type TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ConfigError } from '../../core/config.js';
+import { ConfigError, DEFAULT_CONFIG, type BasicStationConfig } from '../../core/config.js';
 import { RateLimiter } from '../../core/rate-limit.js';
 import { readPem } from '../bind-errors.js';
 import type { Clock } from '../../core/time.js';
@@ -50,33 +50,40 @@ export interface BasicStationDoorOptions {
   clock: Clock;
   logger: Logger;
   metrics?: MetricsRegistry;
-  /** The robustness limits, for tests that need them small; the daemon uses the defaults. */
+  /** The robustness limits (the configuration's); unset ones take the defaults. */
   limits?: Partial<BasicStationLimits>;
 }
 
 /**
  * Robustness limits (docs/security.md, "Basics Station limits"): what one station, or anyone who
- * reaches the port, can cost the door.
+ * reaches the port, can cost the door. Set by `radio.basicStation.*` (docs/configuration.md).
  */
-export const BASIC_STATION_LIMITS = {
+export interface BasicStationLimits {
   /** Largest message a station may send; ws closes the socket (1009) beyond. Uplinks are < 1 KiB. */
-  maxMessageBytes: 16 * 1024,
+  maxMessageBytes: number;
   /** Data sockets at once (one per registered station). */
-  maxStations: 1000,
+  maxStations: number;
   /** Discovery sockets at once; each is closed after its answer or after 5 s. */
-  maxDiscovery: 64,
+  maxDiscovery: number;
   /** Messages per second a station may send, sustained, and at once; the rest are dropped and counted. */
-  messagesPerSecond: 200,
-  messagesBurst: 1000,
+  messagesPerSecond: number;
+  messagesBurst: number;
   /** Unsent bytes queued for a station before it is taken as stalled and disconnected. */
-  maxQueuedBytes: 1024 * 1024,
+  maxQueuedBytes: number;
   /** Downlinks waiting for their `dntxed` at once. */
-  maxPending: 4096,
+  maxPending: number;
   /** A station is pinged this often and dropped when it did not answer the previous ping. */
-  pingIntervalMs: 30_000,
-};
+  pingIntervalMs: number;
+}
 
-export type BasicStationLimits = typeof BASIC_STATION_LIMITS;
+/** The limits a `radio.basicStation` section sets. */
+export function stationLimits(config: BasicStationConfig): BasicStationLimits {
+  const { maxMessageBytes, maxStations, maxDiscovery, messagesPerSecond, messagesBurst, maxQueuedBytes, maxPending, pingIntervalSeconds } = config;
+  return { maxMessageBytes, maxStations, maxDiscovery, messagesPerSecond, messagesBurst, maxQueuedBytes, maxPending, pingIntervalMs: pingIntervalSeconds * 1000 };
+}
+
+/** The configuration's defaults, for a door built without a configuration (tests). */
+export const BASIC_STATION_LIMITS: BasicStationLimits = stationLimits(DEFAULT_CONFIG.radio.basicStation as BasicStationConfig);
 
 const KNOWN_TYPES = new Set(['version', 'updf', 'jreq', 'propdf', 'dntxed', 'timesync']);
 const DISCOVERY_TIMEOUT_MS = 5000;
