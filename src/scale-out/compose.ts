@@ -7,17 +7,21 @@ import { CentralDatabase } from './postgres.js';
 import { PostgresDoor } from './postgres-door.js';
 import { PostgresGatewayPresence, PostgresPendingCommands } from './pg-ports.js';
 import { PostgresStates } from './pg-states.js';
+import { PostgresStateReads } from './pg-state-reads.js';
 
 /**
  * What `central.postgres` changes in the central's composition (docs/scale-out.md): states go to
- * PostgreSQL before they are acknowledged, commands for offline gateways wait there, presence is
- * shared, and the node's catalog follows the cluster through the replica. Loaded only then.
+ * PostgreSQL before they are acknowledged and every node reads them there (its SQLite keeps none:
+ * no copy to fall behind, no node's disk holding the fleet's history), commands for offline
+ * gateways wait there, presence is shared, and the node's catalog follows the cluster through the
+ * replica. Loaded only then.
  */
 export function scaleOutParts(core: Core) {
   const db = new CentralDatabase(core.config.central.postgres!);
   const replica = new CatalogReplica({ path: core.store.path, pg: db, logger: core.logger });
   const states = new PostgresStates(db, replica.node);
-  core.writer.setDurableStage((batch) => states.write(batch));
+  core.writer.setDurableStage((batch) => states.write(batch), { localStates: false });
+  core.readStatesFrom(new PostgresStateReads(db));
   core.metrics.counterFrom('outpost_postgres_duplicates_total', 'States PostgreSQL already held (any node): acknowledged, not stored twice', () => states.duplicates);
   core.metrics.gauge('outpost_postgres_up', '1 while PostgreSQL answers this node', () => (db.failing ? 0 : 1));
   core.metrics.counterFrom('outpost_replica_rows_pushed_total', 'Catalog rows this node sent to the other nodes', () => replica.figures.pushed);
@@ -42,6 +46,7 @@ export function scaleOutParts(core: Core) {
         db,
         replica,
         presence: pgPresence,
+        partitions: states.partitions,
         logger: core.logger,
         keptFor,
         // historyDays read per run: a reload changes it.

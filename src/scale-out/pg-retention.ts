@@ -1,24 +1,36 @@
 import type { Logger } from '../ops/logger.js';
 import type { CentralDatabase } from './postgres.js';
+import { monthOf, type StatePartitions } from './pg-partitions.js';
 
 const DAY_MS = 86_400_000;
 /** Rows per DELETE: short transactions, so writers are never held long. */
 const CHUNK = 10_000;
 
 /**
- * Age retention of the history in PostgreSQL (limits.historyDays, docs/scale-out.md): every node
- * runs it at store.pruneIntervalSeconds in chunks; nodes doing it at once delete disjoint rows or
- * wait on each other's, nothing more. The per-asset count limit (limits.historyPerAsset) applies
- * to each node's SQLite copy only.
+ * Age retention of the history in PostgreSQL (limits.historyDays, docs/scale-out.md), run by every
+ * node at store.pruneIntervalSeconds: the months wholly older than the limit are dropped as
+ * partitions (no row-by-row delete, no table bloat), then the rows older than it in the month
+ * that straddles it go in chunks. The months ahead are created on the way. Nodes doing it at once
+ * take turns on the partitions (an advisory lock) and delete disjoint rows. Latest states stay, as
+ * on SQLite; limits.historyPerAsset is not applied to PostgreSQL.
  */
-export async function pruneHistory(db: CentralDatabase, historyDays: number, now: number, logger: Logger): Promise<number> {
+export async function pruneHistory(db: CentralDatabase, partitions: StatePartitions, historyDays: number, now: number, logger: Logger): Promise<{ dropped: string[]; removed: number }> {
+  await partitions.ensureAhead(now);
   const before = now - historyDays * DAY_MS;
+  const dropped = await partitions.dropBefore(before);
+  const straddling = monthOf(before);
   let removed = 0;
-  for (;;) {
-    const r = await db.query(`DELETE FROM states WHERE id IN (SELECT id FROM states WHERE at < $1 LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED)`, [before]);
-    removed += r.rowCount ?? 0;
-    if ((r.rowCount ?? 0) < CHUNK) break;
+  if ((await partitions.list()).some((m) => m.start === straddling.start)) {
+    for (;;) {
+      // The partition itself, not `states`: a ctid is only meaningful within one table.
+      const r = await db.query(
+        `DELETE FROM ${straddling.name} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${straddling.name} WHERE at < $1 LIMIT ${CHUNK} FOR UPDATE SKIP LOCKED))`,
+        [before],
+      );
+      removed += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < CHUNK) break;
+    }
   }
-  if (removed > 0) logger.debug({ removed }, 'postgres history pruned');
-  return removed;
+  if (dropped.length > 0 || removed > 0) logger.debug({ dropped, removed }, 'postgres history pruned');
+  return { dropped, removed };
 }

@@ -1,26 +1,36 @@
 import { createHash } from 'node:crypto';
 import type { StoredState } from '../store/states.js';
 import type { CentralDatabase } from './postgres.js';
+import { StatePartitions } from './pg-partitions.js';
 
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+
+/** SQLSTATEs after which the same batch is simply tried again: a deadlock between two nodes' batches, no partition for a row. */
+const DEADLOCK = '40P01';
+const NO_PARTITION = '23514';
+const ATTEMPTS = 3;
 
 /**
  * States into PostgreSQL, one transaction per group-commit batch (docs/scale-out.md): the writer
  * acknowledges (PUBACK, HTTP 202) only after this commit. A state whose (asset, at, value) is
  * already held, on whichever node it arrived, is refused by the unique index and marked
- * `duplicate`: acknowledged, not stored twice, counted.
+ * `duplicate`: acknowledged, not stored twice, counted. The same statement keeps `latest_states`,
+ * which every node reads (pg-state-reads.ts).
  */
 export class PostgresStates {
   readonly #db: CentralDatabase;
   readonly #node: string;
+  readonly partitions: StatePartitions;
   duplicates = 0;
 
-  constructor(db: CentralDatabase, node: string) {
+  constructor(db: CentralDatabase, node: string, partitions = new StatePartitions(db)) {
     this.#db = db;
     this.#node = node;
+    this.partitions = partitions;
   }
 
   async write(states: StoredState[]): Promise<void> {
+    if (states.length === 0) return;
     const columns: unknown[][] = [[], [], [], [], [], [], []];
     for (const s of states) {
       columns[0]!.push(s.assetId);
@@ -31,16 +41,19 @@ export class PostgresStates {
       columns[5]!.push(s.codec ?? null);
       columns[6]!.push(this.#node);
     }
-    const inserted = await this.#db.transaction(async (client) => {
-      const r = await client.query<{ asset_id: string; at: string; h: string }>(
-        `INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec, node)
-         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[])
-         ON CONFLICT (asset_id, at, md5(value)) DO NOTHING
-         RETURNING asset_id, at, md5(value) AS h`,
-        columns,
-      );
-      return r.rows;
-    });
+    let inserted: Array<{ asset_id: string; at: string; h: string }> = [];
+    for (let attempt = 1; ; attempt++) {
+      await this.partitions.ensureFor(states.map((s) => s.at));
+      try {
+        inserted = await this.#db.transaction(async (client) => (await client.query<{ asset_id: string; at: string; h: string }>(INSERT, columns)).rows);
+        break;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt >= ATTEMPTS || (code !== DEADLOCK && code !== NO_PARTITION)) throw err;
+        // Another node dropped a month this node thought it had (retention): read them again.
+        if (code === NO_PARTITION) this.partitions.forget();
+      }
+    }
     // Each returned row stands for the first state of the batch with its key; the rest are duplicates.
     const fresh = new Map<string, number>();
     for (const row of inserted) {
@@ -58,3 +71,30 @@ export class PostgresStates {
     }
   }
 }
+
+/**
+ * One statement: the batch's new states, then each asset's latest among them over the one held.
+ * Rows go in by (asset, at, arrival): two nodes' batches lock index entries and latest rows in the
+ * same order (no deadlock between them), and a later arrival with the same `at` gets the larger
+ * id, so ties go to the last received as on SQLite.
+ */
+const INSERT = `
+  WITH batch AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) WITH ORDINALITY
+      AS b(asset_id, at, value, received_at, uplink_seq, codec, node, n)
+  ), ins AS (
+    INSERT INTO states (asset_id, at, value, value_md5, received_at, uplink_seq, codec, node)
+    SELECT asset_id, at, value, md5(value)::uuid, received_at, uplink_seq, codec, node FROM batch ORDER BY asset_id, at, n
+    ON CONFLICT (asset_id, at, value_md5) DO NOTHING
+    RETURNING id, asset_id, at, value, received_at
+  ), newest AS (
+    INSERT INTO latest_states (asset_id, id, at, value, received_at)
+    SELECT DISTINCT ON (asset_id) asset_id, id, at, value, max(received_at) OVER (PARTITION BY asset_id) FROM ins
+    ORDER BY asset_id, at DESC, id DESC
+    ON CONFLICT (asset_id) DO UPDATE SET
+      id = CASE WHEN excluded.at >= latest_states.at THEN excluded.id ELSE latest_states.id END,
+      value = CASE WHEN excluded.at >= latest_states.at THEN excluded.value ELSE latest_states.value END,
+      at = GREATEST(excluded.at, latest_states.at),
+      received_at = GREATEST(excluded.received_at, latest_states.received_at)
+  )
+  SELECT asset_id, at, md5(value) AS h FROM ins`;

@@ -7,6 +7,7 @@ import { migratePostgres } from './schema.js';
 import type { CatalogReplica } from './catalog-replica.js';
 import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
 import { pruneHistory } from './pg-retention.js';
+import type { StatePartitions } from './pg-partitions.js';
 
 /**
  * PostgreSQL as a door of a central node (docs/scale-out.md): listed first, so the schema is
@@ -21,6 +22,7 @@ export class PostgresDoor implements Door {
   readonly #logger: Logger;
   readonly #keptFor: (gatewayId: string) => void;
   readonly #presence: PostgresGatewayPresence;
+  readonly #partitions: StatePartitions;
   readonly #retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
   #pruneTimer: NodeJS.Timeout | undefined;
   #listener: pg.Client | undefined;
@@ -32,11 +34,13 @@ export class PostgresDoor implements Door {
     db: CentralDatabase;
     replica: CatalogReplica;
     presence: PostgresGatewayPresence;
+    partitions: StatePartitions;
     logger: Logger;
     keptFor: (gatewayId: string) => void;
     retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
   }) {
     this.#presence = deps.presence;
+    this.#partitions = deps.partitions;
     this.#retention = deps.retention;
     this.#db = deps.db;
     this.#replica = deps.replica;
@@ -56,12 +60,14 @@ export class PostgresDoor implements Door {
     const { from, to } = migrated;
     this.schemaVersion = to;
     if (from !== to) this.#logger.info({ from, to }, 'postgres schema migrated');
+    const { historyDays, intervalSeconds, now } = this.#retention;
+    // This month's and the next one's partitions before any state is taken.
+    await this.#partitions.ensureAhead(now());
     await this.#replica.start();
     await this.#listen();
     this.#presence.start();
-    const { historyDays, intervalSeconds, now } = this.#retention;
     this.#pruneTimer = setInterval(() => {
-      pruneHistory(this.#db, historyDays(), now(), this.#logger).catch((err) => this.#logger.warn({ err: (err as Error).message }, 'postgres history pruning failed; will retry'));
+      pruneHistory(this.#db, this.#partitions, historyDays(), now(), this.#logger).catch((err) => this.#logger.warn({ err: (err as Error).message }, 'postgres history pruning failed; will retry'));
     }, intervalSeconds * 1000).unref();
     // Keeps health honest when nothing is written, and brings the listener back after an outage.
     this.#timer = setInterval(() => void this.#probe(), 2000).unref();

@@ -153,7 +153,7 @@ export class StateStore {
     const last = page.data[page.data.length - 1];
     return {
       data: page.data.map(({ seq: _seq, ...state }) => state),
-      next: page.more && last ? Buffer.from(`${last.at}:${last.seq}`).toString('base64url') : null,
+      next: page.more && last ? encodeHistoryCursor(last.at, last.seq) : null,
     };
   }
 
@@ -197,6 +197,11 @@ export class StateStore {
     }
     return removed;
   }
+}
+
+/** The opaque `next` of a history page: the last state's `at` and the id that orders ties (SQLite's seq, PostgreSQL's id). */
+export function encodeHistoryCursor(at: number, seq: number): string {
+  return Buffer.from(`${at}:${seq}`).toString('base64url');
 }
 
 export function decodeHistoryCursor(text: string): { at: number; seq: number } | undefined {

@@ -11,6 +11,8 @@ import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDae
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { CentralDatabase } from '../../src/scale-out/postgres.js';
 import { pruneHistory } from '../../src/scale-out/pg-retention.js';
+import { StatePartitions } from '../../src/scale-out/pg-partitions.js';
+import { POSTGRES_SCHEMA_VERSION } from '../../src/scale-out/schema.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { sleep, until } from '../helpers/wait.js';
 
@@ -43,10 +45,10 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
   await t.test('outpost migrate creates the schema; running it again changes nothing', () => {
     const first = cli(['migrate', '--data', centralDir, '--json'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), { from: 0, to: 2 });
+    assert.deepEqual(JSON.parse(first.stdout), { from: 0, to: POSTGRES_SCHEMA_VERSION });
     const again = cli(['migrate', '--data', centralDir, '--json'], env);
-    assert.deepEqual(JSON.parse(again.stdout), { from: 2, to: 2 });
-    assert.equal(pg.psql('SELECT version FROM outpost_schema', dbName), '2');
+    assert.deepEqual(JSON.parse(again.stdout), { from: POSTGRES_SCHEMA_VERSION, to: POSTGRES_SCHEMA_VERSION });
+    assert.equal(pg.psql('SELECT version FROM outpost_schema', dbName), String(POSTGRES_SCHEMA_VERSION));
   });
 
   central = await startDaemon({ dataDir: centralDir, env });
@@ -81,7 +83,7 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     await until('the latest state at the node', async () => (await api(central!.url, 'GET', `/device/${device.id}/asset/n/state`, { token: app })).body?.state?.value === 49);
     const health = (await api(central!.url, 'GET', '/healthz')).body;
     assert.equal(health.postgres.status, 'ok');
-    assert.equal(health.postgres.schemaVersion, 2);
+    assert.equal(health.postgres.schemaVersion, POSTGRES_SCHEMA_VERSION);
     // The catalog the node keeps is in PostgreSQL too.
     assert.equal(pg.psql(`SELECT row->>'name' FROM catalog_rows WHERE tbl = 'devices' AND pk = '["${device.id}"]'`, dbName), 'pump');
   });
@@ -161,18 +163,21 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
     await c.endAsync();
   });
 
-  await t.test('history older than limits.historyDays is pruned from PostgreSQL in chunks; newer states stay', async () => {
+  await t.test('history older than limits.historyDays is pruned from PostgreSQL (whole months dropped, the rest in chunks); newer states stay', async () => {
     const old = Date.now() - 3 * 86_400_000;
-    pg.psql(`INSERT INTO states (asset_id, at, value, received_at, node) SELECT 'old-asset', ${old} + g, g::text, ${old}, 'test' FROM generate_series(1, 25000) g`, dbName);
-    const before = Number(pg.psql('SELECT count(*) FROM states', dbName));
     const db = new CentralDatabase(url);
+    const partitions = new StatePartitions(db);
     try {
-      const removed = await pruneHistory(db, 2, Date.now(), createLogger('silent'));
-      assert.equal(removed, 25_000);
+      await partitions.ensureFor([old]);
+      pg.psql(`INSERT INTO states (asset_id, at, value, value_md5, received_at, node) SELECT 'old-asset', ${old} + g, g::text, md5(g::text)::uuid, ${old}, 'test' FROM generate_series(1, 25000) g`, dbName);
+      const before = Number(pg.psql('SELECT count(*) FROM states', dbName));
+      const { removed, dropped } = await pruneHistory(db, partitions, 2, Date.now(), createLogger('silent'));
+      // Three days back is this month (rows deleted) or, early in a month, the last one (dropped whole).
+      assert.ok(removed === 25_000 || dropped.length > 0, `removed ${removed}, dropped ${dropped.join(', ')}`);
+      assert.equal(Number(pg.psql('SELECT count(*) FROM states', dbName)), before - 25_000);
     } finally {
       await db.close();
     }
-    assert.equal(Number(pg.psql('SELECT count(*) FROM states', dbName)), before - 25_000);
     assert.equal(pg.psql(`SELECT count(*) FROM states WHERE asset_id = '${assetId}'`, dbName), String(sent.length));
   });
 

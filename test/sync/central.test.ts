@@ -3,6 +3,7 @@
 // gateway), gateway status, and what a gateway token may not touch.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -24,6 +25,15 @@ function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
 
 /** Values of one asset at the central, in the order they were stored. */
 function storedValues(dataDir: string, deviceId: string, asset: string): number[] {
+  const postgres = process.env.OUTPOST_TEST_POSTGRES_URL;
+  if (postgres) {
+    // A central node on PostgreSQL keeps its states there, not in its SQLite file (docs/scale-out.md).
+    const [row] = query<{ id: string }>(dataDir, 'SELECT id FROM assets WHERE device_id = ? AND name = ?', deviceId, asset);
+    if (!row) return [];
+    const out = spawnSync('psql', [postgres, '-v', 'ON_ERROR_STOP=1', '-At', '-c', `SELECT value FROM states WHERE asset_id = '${row.id}' ORDER BY id`], { encoding: 'utf8' });
+    if (out.status !== 0) throw new Error(`psql failed: ${out.stderr}`);
+    return out.stdout.split('\n').filter((line) => line !== '').map((v) => JSON.parse(v) as number);
+  }
   return query<{ value: string }>(dataDir, 'SELECT s.value FROM states s JOIN assets a ON a.id = s.asset_id WHERE a.device_id = ? AND a.name = ? ORDER BY s.seq', deviceId, asset).map(
     (r) => JSON.parse(r.value) as number,
   );
