@@ -8,12 +8,12 @@ export interface LatestState {
 }
 
 /**
- * Everything the daemon reads about states (docs/architecture.md, "Ports"): the HTTP API's latest
- * state and history, the asset views, the MQTT door's retained feed at start, `outpost status`.
- * A gateway and a single-machine central read their SQLite file; central nodes on PostgreSQL read
- * PostgreSQL itself (docs/scale-out.md), so every node answers with what any node stored. Both
- * answer alike: the same history order, the same opaque cursors (`<at>:<id>` in base64url), the
- * same page byte budget.
+ * Everything the daemon reads about states (docs/architecture.md, "Ports of the central"): the
+ * HTTP API's latest state and history, the asset views, the MQTT door's retained feed at start,
+ * `outpost status`. A gateway and a single-machine central read their SQLite file; central nodes
+ * on PostgreSQL read PostgreSQL itself (docs/scale-out.md), so every node answers with what any
+ * node stored. Both answer alike: the same history order, the same opaque cursors (`<at>:<id>` in
+ * base64url), the same page byte budget.
  */
 export interface StateReads {
   latest(assetId: string): Promise<LatestState | undefined>;
