@@ -67,6 +67,10 @@ if (only.has('central')) {
   const rows = await benchCentral();
   printTable('Central: QoS 1 states/s, one node on SQLite vs one, two and three nodes on PostgreSQL + Redis (all on this machine)', rows);
   console.log(`written: ${saveResults('central', rows)}`);
+  const { benchCentralHistory } = await import('./central-history.js');
+  const history = await benchCentralHistory();
+  printTable("Central: a year of history in PostgreSQL, one asset's pages through a node's HTTP API", history);
+  console.log(`written: ${saveResults('central-history', history)}`);
 }
 if (only.has('lpwan')) {
   const { benchLpwan } = await import('./lpwan.js');
