@@ -4,10 +4,12 @@ import type { CentralDatabase } from './postgres.js';
 /** pg_advisory_xact_lock key: one node at a time creates or drops partitions of `states`. */
 const PARTITION_LOCK = 0x6f757473;
 /**
- * Creating or dropping a partition takes a lock on `states` that queues every writer behind it: a
- * node does not wait longer than this for it (a background run tries again at the next one).
+ * Dropping a month takes a lock on `states` that queues every reader and writer behind it while it
+ * waits: a node does not wait longer than this (the next retention run tries again). Creating one
+ * takes a lock that lets them go on (see create) and may wait longer.
  */
-const LOCK_TIMEOUT = '5s';
+const DROP_LOCK_TIMEOUT = '2s';
+const CREATE_LOCK_TIMEOUT = '10s';
 
 /** One calendar month (UTC) of `at` values: `[start, end)` in ms. */
 export interface Month {
@@ -76,7 +78,7 @@ export class StatePartitions {
       if (!known.has(month.start)) missing.set(month.start, month);
     }
     if (missing.size === 0) return;
-    await this.#locked(async (client) => {
+    await this.#locked(CREATE_LOCK_TIMEOUT, async (client) => {
       for (const month of missing.values()) await create(client, month);
     });
     for (const start of missing.keys()) known.add(start);
@@ -97,23 +99,31 @@ export class StatePartitions {
   async dropBefore(before: number): Promise<string[]> {
     const old = (await this.list()).filter((m) => m.end <= before);
     if (old.length === 0) return [];
-    await this.#locked(async (client) => {
+    await this.#locked(DROP_LOCK_TIMEOUT, async (client) => {
       for (const month of old) await client.query(`DROP TABLE IF EXISTS ${month.name}`);
     });
     this.forget();
     return old.map((m) => m.name);
   }
 
-  async #locked(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  async #locked(lockTimeout: string, work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
     await this.#db.transaction(async (client) => {
-      await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+      await client.query(`SET LOCAL lock_timeout = '${lockTimeout}'`);
       await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
       await work(client);
     });
   }
 }
 
-/** Creates a month's partition unless it exists (a node that held the lock before may have made it). */
+/**
+ * Creates a month's partition unless it exists (a node that held the lock before may have made
+ * it). Created on its own, then attached: ATTACH PARTITION locks `states` only against schema
+ * changes, where CREATE TABLE … PARTITION OF would hold every reader and writer until it commits;
+ * checking the new, empty table against its range and building its indexes is immediate.
+ */
 export async function create(client: pg.ClientBase, month: Month): Promise<void> {
-  await client.query(`CREATE TABLE IF NOT EXISTS ${month.name} PARTITION OF states FOR VALUES FROM (${month.start}) TO (${month.end})`);
+  const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [month.name]);
+  if (exists.rows[0]?.t) return;
+  await client.query(`CREATE TABLE ${month.name} (LIKE states INCLUDING DEFAULTS)`);
+  await client.query(`ALTER TABLE states ATTACH PARTITION ${month.name} FOR VALUES FROM (${month.start}) TO (${month.end})`);
 }

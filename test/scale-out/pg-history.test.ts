@@ -4,6 +4,7 @@
 // partition gets one when a state needs it; retention drops whole old months and prunes the one
 // that straddles the limit.
 import { test } from 'node:test';
+import pg_ from 'pg';
 import assert from 'node:assert/strict';
 import { startPostgres } from '../helpers/postgres.js';
 import { removeDir, tempDataDir } from '../helpers/daemon.js';
@@ -128,6 +129,35 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
     } finally {
       sqlite.close();
       removeDir(dir);
+      await db.close();
+    }
+  });
+
+  await t.test('a month is added while a writer holds its transaction open (no wait on readers and writers), with the once-only index', async () => {
+    const url = await pg.createDatabase();
+    const db = new CentralDatabase(url);
+    const held = new pg_.Client({ connectionString: url });
+    try {
+      await migratePostgres(db);
+      const partitions = new StatePartitions(db);
+      await partitions.ensureFor([NOV_1]);
+      await held.connect();
+      await held.query('BEGIN');
+      await held.query("INSERT INTO states (asset_id, at, value, value_md5, received_at, node) VALUES ('a', $1, '1', md5('1')::uuid, 0, 'held')", [NOV_1]);
+      await held.query('SELECT count(*) FROM states');
+      const t0 = Date.now();
+      await partitions.ensureFor([Date.UTC(2027, 2, 3)]);
+      assert.ok(Date.now() - t0 < 3000, `created in ${Date.now() - t0} ms while a transaction held states`);
+      await held.query('COMMIT');
+      const writer = new PostgresStates(db, 'n1', partitions);
+      const twice: StoredState[] = [
+        { assetId: 'a', at: Date.UTC(2027, 2, 3), valueJson: '7', receivedAt: 1 },
+        { assetId: 'a', at: Date.UTC(2027, 2, 3), valueJson: '7', receivedAt: 2 },
+      ];
+      await writer.write(twice);
+      assert.deepEqual(twice.map((s) => s.duplicate === true), [false, true]);
+    } finally {
+      await held.end().catch(() => {});
       await db.close();
     }
   });
