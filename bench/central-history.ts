@@ -4,6 +4,8 @@
 // 375 days (so 13 monthly partitions), inserted with SQL; one of the assets is a real asset of the
 // node. Then the node answers pages of that asset's history: the newest page, a month in the
 // middle of the year, and pages walked with their cursors; latency per request, p50 and p99.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { api, cliJson, removeDir, startDaemon, tempDataDir } from '../test/helpers/daemon.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { CentralDatabase } from '../src/scale-out/postgres.js';
@@ -51,7 +53,10 @@ export async function benchCentralHistory(): Promise<BenchRow[]> {
     } finally {
       await db.close();
     }
-    const node = await startDaemon({ dataDir: dir, env: { OUTPOST_ROLE: 'central', OUTPOST_RATE_LIMIT: '0', OUTPOST_POSTGRES_URL: url } });
+    // A year is kept: with the default limits.historyDays (30) the node's retention would drop the older months.
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ version: 1, limits: { historyDays: 400 } }));
+    const node = await startDaemon({ dataDir: dir, args: ['--config', config], env: { OUTPOST_ROLE: 'central', OUTPOST_RATE_LIMIT: '0', OUTPOST_POSTGRES_URL: url } });
     try {
       const admin = cliJson<{ token: string }>(['token', 'create', '--name', 'bench', '--scopes', 'read,admin'], dir).token;
       const device = (await api(node.url, 'POST', '/devices', { token: admin, json: { name: 'meter' } })).body as { id: string };
@@ -66,6 +71,7 @@ export async function benchCentralHistory(): Promise<BenchRow[]> {
       pg.psql('ANALYZE states', name);
       const seedSeconds = (performance.now() - started) / 1000;
       const rows = Number(pg.psql('SELECT count(*) FROM states', name));
+      if (rows !== ASSETS * STATES) throw new Error(`${rows} rows in PostgreSQL, ${ASSETS * STATES} seeded: something pruned them`);
       const path = `/device/${device.id}/asset/power/states`;
       const page = async (query: string) => {
         const r = await api(node.url, 'GET', `${path}?${query}`, { token: admin });

@@ -1,13 +1,14 @@
 // Every central node reads states from PostgreSQL (docs/scale-out.md, "How the nodes share"): a
 // state PUT at node A is in node B's very next answer (no copy, no lag), pages and cursors are
 // interchangeable between nodes, a node keeps no states in its own SQLite file, and a node whose
-// data directory was deleted answers the whole history, latest states and retained feed at once.
+// data directory was deleted answers the whole history, latest states, retained feed, status and
+// the CLI's views at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
-import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
 import { startPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/wait.js';
 
@@ -115,5 +116,17 @@ test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t
     assert.equal(status.states.stored, 50);
     assert.ok(status.lastUplinkAt !== null);
     assert.equal(localStates(dirs.fresh), 0);
+    // The CLI on a node's data directory shows PostgreSQL's states too.
+    const cliEnv = { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: url };
+    const got = cli(['state', 'get', device.id, 'level', '--json', '--data', dirs.fresh], cliEnv);
+    assert.equal(got.code, 0, got.stderr);
+    assert.deepEqual(JSON.parse(got.stdout).state, latest.state);
+    const shown = cli(['device', 'show', device.id, '--json', '--data', dirs.fresh], cliEnv);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.deepEqual(JSON.parse(shown.stdout).assets[0].state, latest.state);
+    const listed = cli(['asset', 'list', device.id, '--json', '--data', dirs.fresh], cliEnv);
+    assert.deepEqual(JSON.parse(listed.stdout)[0].state, latest.state);
+    const devices = cli(['device', 'list', '--json', '--data', dirs.fresh], cliEnv);
+    assert.deepEqual(JSON.parse(devices.stdout).find((d: { id: string }) => d.id === device.id).assets[0].state, latest.state);
   });
 });

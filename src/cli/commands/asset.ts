@@ -2,6 +2,7 @@ import { assetView, deviceAssetsView } from '../../registry/views.js';
 import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { withRegistry } from '../open.js';
+import { latestStates } from '../latest-states.js';
 import { formatTable } from '../table.js';
 
 /** `outpost asset create|list`: a device's assets. */
@@ -29,11 +30,12 @@ function createAsset({ config, positionals, values, show }: ManagementArgs): num
   });
 }
 
-function listAssets({ config, positionals, show }: ManagementArgs): number {
-  return withRegistry(config, (registry, store) => {
+async function listAssets({ config, positionals, show }: ManagementArgs): Promise<number> {
+  const { records, local } = withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-    const assets = deviceAssetsView(store.assets.list(device.id), store.states.latestOfDevice(device.id));
-    show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
-    return 0;
+    return { records: store.assets.list(device.id), local: store.states.latestOfDevice(device.id) };
   });
+  const assets = deviceAssetsView(records, await latestStates(config, records.map((a) => a.id), local));
+  show(assets, () => formatTable(['ID', 'NAME', 'IS', 'PROFILE'], assets.map((a) => [a.id, a.name, a.is, JSON.stringify(a.profile)])));
+  return 0;
 }

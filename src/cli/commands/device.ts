@@ -6,6 +6,7 @@ import { systemClock } from '../../core/time.js';
 import { createLogger } from '../../ops/logger.js';
 import type { CliCommand } from '../command.js';
 import { openStore, withRegistry } from '../open.js';
+import { latestStates } from '../latest-states.js';
 import { formatTable } from '../table.js';
 import { deviceCodec, DEVICE_CODEC_USAGE } from './device-codec.js';
 import { deviceRedecode, DEVICE_REDECODE_USAGE } from './device-redecode.js';
@@ -37,30 +38,33 @@ function createDevice({ config, values, show }: ManagementArgs): number {
   });
 }
 
-function listDevices({ config, show }: ManagementArgs): number {
-  return withRegistry(config, (_r, store) => {
-    const devices = store.devices.list();
-    show(
-      devices.map((d) => deviceWithAssetsView(d, store.assets.list(d.id), store.states.latestOfDevice(d.id))),
-      () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map((d) => [d.id, d.name, store.assets.count(d.id), new Date(d.createdOn).toISOString()])),
-    );
-    return 0;
+async function listDevices({ config, show }: ManagementArgs): Promise<number> {
+  const { devices, local } = withRegistry(config, (_r, store) => {
+    const devices = store.devices.list().map((device) => ({ device, assets: store.assets.list(device.id) }));
+    return { devices, local: new Map(devices.flatMap(({ device }) => [...store.states.latestOfDevice(device.id)])) };
   });
+  const latest = await latestStates(config, devices.flatMap(({ assets }) => assets.map((a) => a.id)), local);
+  show(
+    devices.map(({ device, assets }) => deviceWithAssetsView(device, assets, latest)),
+    () => formatTable(['ID', 'NAME', 'ASSETS', 'CREATED'], devices.map(({ device, assets }) => [device.id, device.name, assets.length, new Date(device.createdOn).toISOString()])),
+  );
+  return 0;
 }
 
-function showDevice({ config, positionals, show }: ManagementArgs): number {
-  return withRegistry(config, (registry, store) => {
+async function showDevice({ config, positionals, show }: ManagementArgs): Promise<number> {
+  const { device, assets, local } = withRegistry(config, (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
-    const view = deviceWithAssetsView(device, store.assets.list(device.id), store.states.latestOfDevice(device.id));
-    show(view, () =>
-      [
-        `device ${view.id}  name: ${view.name}  created: ${view.createdOn}`,
-        '',
-        formatTable(['ASSET', 'IS', 'TYPE', 'VALUE', 'AT'], view.assets.map((a) => [a.name, a.is, String(a.profile.type), a.state ? JSON.stringify(a.state.value) : null, a.state?.at])),
-      ].join('\n'),
-    );
-    return 0;
+    return { device, assets: store.assets.list(device.id), local: store.states.latestOfDevice(device.id) };
   });
+  const view = deviceWithAssetsView(device, assets, await latestStates(config, assets.map((a) => a.id), local));
+  show(view, () =>
+    [
+      `device ${view.id}  name: ${view.name}  created: ${view.createdOn}`,
+      '',
+      formatTable(['ASSET', 'IS', 'TYPE', 'VALUE', 'AT'], view.assets.map((a) => [a.name, a.is, String(a.profile.type), a.state ? JSON.stringify(a.state.value) : null, a.state?.at])),
+    ].join('\n'),
+  );
+  return 0;
 }
 
 function deleteDevice({ config, positionals, show }: ManagementArgs): number {
