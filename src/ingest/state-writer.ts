@@ -1,6 +1,6 @@
 import type { Store } from '../store/store.js';
 import type { StoredState } from '../store/states.js';
-import { isServiceError } from '../core/errors.js';
+import { isServiceError, ServiceError } from '../core/errors.js';
 
 /**
  * Work that must commit atomically with a write's states (the raw uplink they came from, a radio
@@ -40,6 +40,9 @@ export type DurableStage = (states: StoredState[]) => Promise<void>;
  */
 export const DEFAULT_COMMIT_WINDOW_MS = 5;
 
+/** What the writer needs of the store. */
+type WriterStore = Pick<Store, 'states' | 'transaction' | 'transactionSyncedLater' | 'syncLog' | 'health'>;
+
 /** One caller's states and the work that commits with them: stored, or refused, together. */
 interface Write {
   states: StoredState[];
@@ -60,9 +63,10 @@ interface PendingBatch {
 
 /**
  * Group commit: every state written while the batch is open goes into one SQLite transaction, and
- * each writer's promise settles only after that commit. HTTP replies and MQTT PUBACKs wait on it,
- * so an acknowledged state is on disk, at the cost of one commit per batch instead of one per
- * message.
+ * each writer's promise settles only after that commit and the flush of the log that holds it
+ * (the flush runs on the thread pool; the next batch gathers meanwhile). HTTP replies and MQTT
+ * PUBACKs wait on it, so an acknowledged state is on disk, at the cost of one commit per batch
+ * instead of one per message.
  *
  * A batch opens with its first write and commits at the end of that turn of the event loop, unless
  * the turn brought more writes: then it stays open for one more turn, and so on while each turn
@@ -78,7 +82,7 @@ interface PendingBatch {
  * gets the refusal, the others commit. Only the rare refused batch pays for the savepoints.
  */
 export class StateWriter {
-  readonly #store: Pick<Store, 'states' | 'transaction' | 'health'>;
+  readonly #store: WriterStore;
   readonly #maxBatch: number;
   readonly #windowMs: number;
   #pending: PendingBatch | null = null;
@@ -88,8 +92,12 @@ export class StateWriter {
   #durableBusy = false;
   /** Whether states also go into the node's own SQLite history (false: the durable store serves every read). */
   #localStates = true;
+  /** A committed batch's log flush is running: the next batch keeps gathering writes until it is done. */
+  #flushing = false;
+  /** The open batch reached its end (a quiet turn, or the window) while a flush ran: it commits when the flush is done. */
+  #dueAfterFlush = false;
 
-  constructor(store: Pick<Store, 'states' | 'transaction' | 'health'>, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void } = {}) {
+  constructor(store: WriterStore, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void } = {}) {
     this.#store = store;
     this.#maxBatch = options.maxBatch ?? 5000;
     this.#windowMs = options.windowMs ?? DEFAULT_COMMIT_WINDOW_MS;
@@ -137,11 +145,17 @@ export class StateWriter {
       setImmediate(() => this.#endOfTurn(batch));
       return;
     }
+    // Committing now would only wait for the disk behind the flush in flight: gather until it is done.
+    if (this.#flushing) {
+      this.#dueAfterFlush = true;
+      return;
+    }
     this.flush();
   }
 
   /** Commits what is pending now; also called on shutdown so nothing queued is dropped. */
   flush(): void {
+    this.#dueAfterFlush = false;
     if (this.#durable) return this.#flushDurable(this.#durable);
     const batch = this.#pending;
     if (!batch) return;
@@ -184,14 +198,12 @@ export class StateWriter {
     const started = process.hrtime.bigint();
     const hooks = this.#hooks;
     try {
-      if (hooks.length === 0 && batch.writes.every((w) => w.alongside === undefined)) this.#store.states.write(this.#local(batch.states));
-      else {
-        this.#store.transaction(() => {
-          for (const w of batch.writes) w.alongside?.();
-          this.#store.states.write(this.#local(batch.states));
-          for (const hook of hooks) hook.withinTransaction(batch.states);
-        });
-      }
+      // The commit does not wait for the disk; the writers are settled once the log is flushed (#settle).
+      this.#store.transactionSyncedLater(() => {
+        for (const w of batch.writes) w.alongside?.();
+        this.#store.states.write(this.#local(batch.states));
+        for (const hook of hooks) hook.withinTransaction(batch.states);
+      });
     } catch (err) {
       if (isServiceError(err) && batch.writes.length > 1) {
         for (const hook of hooks) hook.afterFailure?.(err, true);
@@ -202,7 +214,38 @@ export class StateWriter {
       return;
     }
     this.#committed(batch.states.length, started);
-    for (const w of batch.writes) w.resolve();
+    this.#settle(batch.writes, new Map());
+  }
+
+  /**
+   * Settles the writes of a committed batch once its commit is on the disk: nothing is acknowledged
+   * (HTTP answer, PUBACK, feed message, LoRaWAN answer) before. A disk that reports a failed flush
+   * refuses them all (503): what the commit holds may not survive a power cut.
+   */
+  #settle(writes: readonly Write[], refused: ReadonlyMap<Write, unknown>): void {
+    this.#flushing = true;
+    const done = this.#store.syncLog();
+    void done
+      .catch(() => {})
+      .then(() => {
+        this.#flushing = false;
+        if (this.#dueAfterFlush) {
+          this.#dueAfterFlush = false;
+          this.flush();
+        }
+      });
+    done.then(
+      () => {
+        for (const w of writes) {
+          if (refused.has(w)) w.reject(refused.get(w));
+          else w.resolve();
+        }
+      },
+      (err: unknown) => {
+        const refusal = new ServiceError('STORAGE_UNAVAILABLE', `the disk did not confirm the write (${(err as Error)?.message ?? String(err)}); retry later`);
+        for (const w of writes) w.reject(refused.get(w) ?? refusal);
+      },
+    );
   }
 
   /** The batch again, in one transaction with a savepoint per write: a refused write rolls back alone. */
@@ -212,7 +255,7 @@ export class StateWriter {
     for (const s of batch.states) s.duplicate = undefined;
     const refused = new Map<Write, unknown>();
     try {
-      this.#store.transaction(() => {
+      this.#store.transactionSyncedLater(() => {
         for (const w of batch.writes) {
           try {
             // Nested: a savepoint of the batch's transaction.
@@ -235,10 +278,7 @@ export class StateWriter {
     let count = 0;
     for (const w of batch.writes) if (!refused.has(w)) count += w.states.length;
     this.#committed(count, started);
-    for (const w of batch.writes) {
-      if (refused.has(w)) w.reject(refused.get(w));
-      else w.resolve();
-    }
+    this.#settle(batch.writes, refused);
   }
 
   #committed(count: number, started: bigint): void {

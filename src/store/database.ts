@@ -4,6 +4,7 @@ import { migrate } from './migrations.js';
 import { StoreHealth, restoreAdvice } from './health.js';
 import { isCorruption } from '../core/errors.js';
 import { StatementCache } from './statements.js';
+import { WalSync } from './wal-sync.js';
 
 export interface DatabaseOptions {
   synchronous?: 'normal' | 'full';
@@ -43,12 +44,17 @@ export class Database {
   readonly health: StoreHealth;
   readonly #handle: SqliteHandle;
   readonly #statements: StatementCache;
+  /** `synchronous` FULL: every commit is on the disk before it returns, unless flushed later by `syncLog`. */
+  readonly #full: boolean;
+  readonly #walSync: WalSync;
 
   constructor(path: string, options: DatabaseOptions = {}) {
     this.path = path;
     this.health = new StoreHealth(path);
     this.#handle = new BetterSqlite3(path);
     this.#statements = new StatementCache(this.#handle);
+    this.#full = options.synchronous !== 'normal';
+    this.#walSync = new WalSync(path);
     try {
       this.#configure(options);
     } catch (err) {
@@ -120,11 +126,36 @@ export class Database {
     return this.#handle.transaction(work).immediate();
   }
 
+  /**
+   * Like `transaction`, but its commit does not wait for the disk: the caller must await `syncLog()`
+   * before acknowledging anything it wrote (the group commit, src/ingest/state-writer.ts). With
+   * `synchronous` FULL a commit writes its pages to the log and then flushes the log (fdatasync)
+   * while the event loop waits, which on an SD card is most of the commit; here the commit runs
+   * with NORMAL (the log is written, not flushed; checkpoints still flush) and the flush runs on
+   * the thread pool. What is acknowledged is on the disk either way (docs/architecture.md, "Group
+   * commit"). Inside another transaction it is simply a savepoint of it.
+   */
+  transactionSyncedLater<T>(work: () => T): T {
+    if (!this.#full || this.#handle.inTransaction) return this.transaction(work);
+    this.statement('PRAGMA synchronous = NORMAL').run();
+    try {
+      return this.transaction(work);
+    } finally {
+      this.statement('PRAGMA synchronous = FULL').run();
+    }
+  }
+
+  /** Settles once every commit made so far is on the disk (at once with `synchronous` NORMAL, which promises no more). */
+  syncLog(): Promise<void> {
+    return this.#full ? this.#walSync.request() : Promise.resolve();
+  }
+
   get open(): boolean {
     return this.#handle.open;
   }
 
   close(): void {
+    this.#walSync.close();
     if (this.#handle.open) this.#handle.close();
   }
 

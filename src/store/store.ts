@@ -87,6 +87,16 @@ export class Store {
     return this.#db.transaction(work);
   }
 
+  /** A transaction whose commit does not wait for the disk: await `syncLog()` before acknowledging it (Database.transactionSyncedLater). */
+  transactionSyncedLater<T>(work: () => T): T {
+    return this.#db.transactionSyncedLater(work);
+  }
+
+  /** Settles once every commit so far is on the disk. */
+  syncLog(): Promise<void> {
+    return this.#db.syncLog();
+  }
+
   /** Changes whenever another connection (the CLI) commits: the daemon's cue to drop its caches. */
   dataVersion(): number {
     return this.#db.dataVersion();

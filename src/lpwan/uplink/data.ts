@@ -312,7 +312,10 @@ async function answerUplink(ctx: DataUplinkContext): Promise<void> {
     receivedAt: frame.receivedAt,
     windows: source.capabilities.transmit ? classAWindows(parts.region, device.mac.rx, frame, source.capabilities, false) : [],
     ackOwed: ctx.up.confirmed,
-    mustAnswer: ctx.mustAnswer || ctx.linkAdrDue,
+    // The LinkADRReq ADR decided on may already have gone out in the answer of an earlier uplink
+    // still waiting for its commit when this one came (it rides any downlink): then this uplink
+    // owes no answer for it.
+    mustAnswer: ctx.mustAnswer || (ctx.linkAdrDue && device.mac.adrPending?.sent === false),
     macAnswers: ctx.macAnswers,
     resendSent: true,
   });
