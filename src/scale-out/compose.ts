@@ -6,7 +6,7 @@ import { CatalogReplica } from './catalog-replica.js';
 import { CentralDatabase } from './postgres.js';
 import { PostgresDoor } from './postgres-door.js';
 import { PostgresGatewayPresence, PostgresPendingCommands } from './pg-ports.js';
-import { PostgresStates } from './pg-states.js';
+import { PostgresStateDeletions, PostgresStates } from './pg-states.js';
 import { PostgresStateReads } from './pg-state-reads.js';
 
 /**
@@ -19,7 +19,12 @@ import { PostgresStateReads } from './pg-state-reads.js';
 export function scaleOutParts(core: Core) {
   const db = new CentralDatabase(core.config.central.postgres!);
   const replica = new CatalogReplica({ path: core.store.path, pg: db, logger: core.logger });
-  const states = new PostgresStates(db, replica.node);
+  const states = new PostgresStates(db, replica.node, { deviceOf: (assetId) => core.catalog.assetById(assetId)?.deviceId });
+  // A deleted asset or device takes its states with it, as SQLite's cascade does on one machine.
+  const deletions = new PostgresStateDeletions(db, states.partitions);
+  const notDeleted = (err: unknown) => core.logger.warn({ err: (err as Error).message }, 'postgres: states of a deleted asset or device not deleted; retention drops them');
+  core.registry.on('assetDeleted', (asset) => void deletions.asset(asset.id).catch(notDeleted));
+  core.registry.on('deviceDeleted', (deviceId) => void deletions.device(deviceId).catch(notDeleted));
   core.writer.setDurableStage((batch) => states.write(batch), { localStates: false });
   core.readStatesFrom(new PostgresStateReads(db));
   core.metrics.counterFrom('outpost_postgres_duplicates_total', 'States PostgreSQL already held (any node): acknowledged, not stored twice', () => states.duplicates);

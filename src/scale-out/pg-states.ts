@@ -20,18 +20,21 @@ const ATTEMPTS = 3;
 export class PostgresStates {
   readonly #db: CentralDatabase;
   readonly #node: string;
+  readonly #deviceOf: (assetId: string) => string | undefined;
   readonly partitions: StatePartitions;
   duplicates = 0;
 
-  constructor(db: CentralDatabase, node: string, partitions = new StatePartitions(db)) {
+  /** `deviceOf`: the catalog's device of an asset, kept with its latest state (see PostgresStateDeletions). */
+  constructor(db: CentralDatabase, node: string, options: { partitions?: StatePartitions; deviceOf?: (assetId: string) => string | undefined } = {}) {
     this.#db = db;
     this.#node = node;
-    this.partitions = partitions;
+    this.partitions = options.partitions ?? new StatePartitions(db);
+    this.#deviceOf = options.deviceOf ?? (() => undefined);
   }
 
   async write(states: StoredState[]): Promise<void> {
     if (states.length === 0) return;
-    const columns: unknown[][] = [[], [], [], [], [], [], []];
+    const columns: unknown[][] = [[], [], [], [], [], [], [], []];
     for (const s of states) {
       columns[0]!.push(s.assetId);
       columns[1]!.push(s.at);
@@ -40,6 +43,7 @@ export class PostgresStates {
       columns[4]!.push(s.uplinkSeq ?? null);
       columns[5]!.push(s.codec ?? null);
       columns[6]!.push(this.#node);
+      columns[7]!.push(this.#deviceOf(s.assetId) ?? null);
     }
     let inserted: Array<{ asset_id: string; at: string; h: string }> = [];
     for (let attempt = 1; ; attempt++) {
@@ -80,21 +84,59 @@ export class PostgresStates {
  */
 const INSERT = `
   WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) WITH ORDINALITY
-      AS b(asset_id, at, value, received_at, uplink_seq, codec, node, n)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY
+      AS b(asset_id, at, value, received_at, uplink_seq, codec, node, device_id, n)
   ), ins AS (
     INSERT INTO states (asset_id, at, value, value_md5, received_at, uplink_seq, codec, node)
     SELECT asset_id, at, value, md5(value)::uuid, received_at, uplink_seq, codec, node FROM batch ORDER BY asset_id, at, n
     ON CONFLICT (asset_id, at, value_md5) DO NOTHING
     RETURNING id, asset_id, at, value, received_at
   ), newest AS (
-    INSERT INTO latest_states (asset_id, id, at, value, received_at)
-    SELECT DISTINCT ON (asset_id) asset_id, id, at, value, max(received_at) OVER (PARTITION BY asset_id) FROM ins
-    ORDER BY asset_id, at DESC, id DESC
+    INSERT INTO latest_states (asset_id, id, at, value, received_at, device_id)
+    SELECT DISTINCT ON (ins.asset_id) ins.asset_id, ins.id, ins.at, ins.value, max(ins.received_at) OVER (PARTITION BY ins.asset_id),
+      (SELECT b.device_id FROM batch b WHERE b.asset_id = ins.asset_id LIMIT 1)
+    FROM ins ORDER BY ins.asset_id, ins.at DESC, ins.id DESC
     ON CONFLICT (asset_id) DO UPDATE SET
+      device_id = coalesce(excluded.device_id, latest_states.device_id),
       id = CASE WHEN excluded.at >= latest_states.at THEN excluded.id ELSE latest_states.id END,
       value = CASE WHEN excluded.at >= latest_states.at THEN excluded.value ELSE latest_states.value END,
       at = GREATEST(excluded.at, latest_states.at),
       received_at = GREATEST(excluded.received_at, latest_states.received_at)
   )
   SELECT asset_id, at, md5(value) AS h FROM ins`;
+
+/**
+ * What a deleted asset or device leaves in PostgreSQL, deleted as SQLite's cascade does on one
+ * machine (docs/scale-out.md): its latest states, then its history month by month (one statement
+ * per partition, each a range scan of the unique index). Run by the node whose registry deleted
+ * it, after that delete committed; a node that stops meanwhile leaves the history to retention.
+ */
+export class PostgresStateDeletions {
+  readonly #db: CentralDatabase;
+  readonly #partitions: StatePartitions;
+
+  constructor(db: CentralDatabase, partitions: StatePartitions) {
+    this.#db = db;
+    this.#partitions = partitions;
+  }
+
+  async device(deviceId: string): Promise<number> {
+    const r = await this.#db.query<{ asset_id: string }>('DELETE FROM latest_states WHERE device_id = $1 RETURNING asset_id', [deviceId]);
+    return this.#history(r.rows.map((row) => row.asset_id));
+  }
+
+  async asset(assetId: string): Promise<number> {
+    await this.#db.query('DELETE FROM latest_states WHERE asset_id = $1', [assetId]);
+    return this.#history([assetId]);
+  }
+
+  async #history(assetIds: string[]): Promise<number> {
+    if (assetIds.length === 0) return 0;
+    let removed = 0;
+    for (const month of await this.#partitions.list()) {
+      const r = await this.#db.query(`DELETE FROM ${month.name} WHERE asset_id = ANY($1::text[])`, [assetIds]);
+      removed += r.rowCount ?? 0;
+    }
+    return removed;
+  }
+}

@@ -72,6 +72,12 @@ const MIGRATIONS: ReadonlyArray<Migration> = [
   );
   `,
   partitionStatesByMonth,
+  `
+  -- The device of each asset's latest state: deleting a device deletes its assets' history and
+  -- latest states, as on SQLite, although PostgreSQL does not hold the catalog's assets.
+  ALTER TABLE latest_states ADD COLUMN device_id TEXT;
+  CREATE INDEX latest_states_device ON latest_states (device_id);
+  `,
 ];
 
 /**

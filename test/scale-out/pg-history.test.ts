@@ -2,7 +2,7 @@
 // that partitions an existing `states` table by month keeps its rows, ids and once-only rule;
 // pages walk across a month boundary with the same answers as SQLite's StateStore; a month with no
 // partition gets one when a state needs it; retention drops whole old months and prunes the one
-// that straddles the limit.
+// that straddles the limit; a deleted device or asset takes its states with it.
 import { test } from 'node:test';
 import pg_ from 'pg';
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { startPostgres } from '../helpers/postgres.js';
 import { removeDir, tempDataDir } from '../helpers/daemon.js';
 import { CentralDatabase } from '../../src/scale-out/postgres.js';
 import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/scale-out/schema.js';
-import { PostgresStates } from '../../src/scale-out/pg-states.js';
+import { PostgresStateDeletions, PostgresStates } from '../../src/scale-out/pg-states.js';
 import { PostgresStateReads } from '../../src/scale-out/pg-state-reads.js';
 import { StatePartitions, monthOf } from '../../src/scale-out/pg-partitions.js';
 import { pruneHistory } from '../../src/scale-out/pg-retention.js';
@@ -149,7 +149,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       await partitions.ensureFor([Date.UTC(2027, 2, 3)]);
       assert.ok(Date.now() - t0 < 3000, `created in ${Date.now() - t0} ms while a transaction held states`);
       await held.query('COMMIT');
-      const writer = new PostgresStates(db, 'n1', partitions);
+      const writer = new PostgresStates(db, 'n1', { partitions });
       const twice: StoredState[] = [
         { assetId: 'a', at: Date.UTC(2027, 2, 3), valueJson: '7', receivedAt: 1 },
         { assetId: 'a', at: Date.UTC(2027, 2, 3), valueJson: '7', receivedAt: 2 },
@@ -162,6 +162,28 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
     }
   });
 
+  await t.test("a deleted device's or asset's history and latest states are deleted, month by month; others stay", async () => {
+    const url = await pg.createDatabase();
+    const name = url.split('/').pop()!;
+    const db = new CentralDatabase(url);
+    try {
+      await migratePostgres(db);
+      const devices: Record<string, string> = { t1: 'dev-a', t2: 'dev-a', u1: 'dev-b' };
+      const writer = new PostgresStates(db, 'n1', { deviceOf: (assetId) => devices[assetId] });
+      const batch: StoredState[] = [];
+      for (const asset of Object.keys(devices)) for (const at of [NOV_1 - DAY, NOV_1, NOV_1 + DAY]) batch.push({ assetId: asset, at, valueJson: `"${asset}@${at}"`, receivedAt: at });
+      await writer.write(batch);
+      const deletions = new PostgresStateDeletions(db, writer.partitions);
+      assert.equal(await deletions.device('dev-a'), 6);
+      assert.equal(pg.psql('SELECT string_agg(DISTINCT asset_id, \',\') FROM states', name), 'u1');
+      assert.equal(pg.psql('SELECT string_agg(asset_id, \',\') FROM latest_states', name), 'u1');
+      assert.equal(await deletions.asset('u1'), 3);
+      assert.equal(pg.psql('SELECT (SELECT count(*) FROM states) + (SELECT count(*) FROM latest_states)', name), '0');
+    } finally {
+      await db.close();
+    }
+  });
+
   await t.test('a state for a month without a partition gets one; retention drops whole old months and prunes the straddling one', async () => {
     const url = await pg.createDatabase();
     const name = url.split('/').pop()!;
@@ -169,7 +191,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
     try {
       await migratePostgres(db);
       const partitions = new StatePartitions(db);
-      const writer = new PostgresStates(db, 'n1', partitions);
+      const writer = new PostgresStates(db, 'n1', { partitions });
       const now = Date.UTC(2026, 10, 20);
       const at = (ms: number, v: string): StoredState => ({ assetId: 'a', at: ms, valueJson: v, receivedAt: ms });
       // 2001 and 2099: months no node created ahead.
@@ -187,7 +209,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       // The latest state stays, as on SQLite.
       assert.deepEqual(await new PostgresStateReads(db).latest('a'), { at: Date.UTC(2099, 11, 31), valueJson: '"y2099"' });
       // A writer whose cache still lists a dropped month recreates it (another node's retention ran).
-      const stale = new PostgresStates(db, 'n2', partitions);
+      const stale = new PostgresStates(db, 'n2', { partitions });
       await partitions.ensureFor([Date.UTC(2026, 8, 1)]); // cached as present
       pg.psql('DROP TABLE states_2026_12', name);
       await partitions.ensureFor([Date.UTC(2026, 11, 1)]); // cache says it is there

@@ -129,4 +129,12 @@ test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t
     const devices = cli(['device', 'list', '--json', '--data', dirs.fresh], cliEnv);
     assert.deepEqual(JSON.parse(devices.stdout).find((d: { id: string }) => d.id === device.id).assets[0].state, latest.state);
   });
+
+  await t.test('a device deleted at one node takes its history and latest states out of PostgreSQL, as on SQLite', async () => {
+    const assetId = (await api(a.url, 'GET', `/device/${device.id}/asset/level`, { token: app })).body.id as string;
+    const held = () => pg.psql(`SELECT (SELECT count(*) FROM states WHERE asset_id = '${assetId}') + (SELECT count(*) FROM latest_states WHERE asset_id = '${assetId}')`, url.split('/').pop());
+    assert.equal(held(), '51');
+    assert.equal((await api(b.url, 'DELETE', `/device/${device.id}`, { token: app })).status, 204);
+    await until('the states gone from PostgreSQL', () => held() === '0', 10_000);
+  });
 });

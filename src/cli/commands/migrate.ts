@@ -52,7 +52,7 @@ async function copySqliteCentral(config: ReturnType<typeof loadConfig>, db: impo
   try {
     const catalogRows = replica.logEverything();
     await replica.push();
-    const states = new PostgresStates(db, replica.node);
+    const states = new PostgresStates(db, replica.node, { deviceOf: (assetId) => store.assets.byId(assetId)?.deviceId });
     let copied = 0;
     for (const chunk of store.states.allStatesInChunks(5000)) {
       await states.write(chunk);
