@@ -91,11 +91,12 @@ const INSERT = `
     SELECT asset_id, at, value, md5(value)::uuid, received_at, uplink_seq, codec, node FROM batch ORDER BY asset_id, at, n
     ON CONFLICT (asset_id, at, value_md5) DO NOTHING
     RETURNING id, asset_id, at, value, received_at
+  ), device_of AS (
+    SELECT DISTINCT ON (asset_id) asset_id, device_id FROM batch
   ), newest AS (
     INSERT INTO latest_states (asset_id, id, at, value, received_at, device_id)
-    SELECT DISTINCT ON (ins.asset_id) ins.asset_id, ins.id, ins.at, ins.value, max(ins.received_at) OVER (PARTITION BY ins.asset_id),
-      (SELECT b.device_id FROM batch b WHERE b.asset_id = ins.asset_id LIMIT 1)
-    FROM ins ORDER BY ins.asset_id, ins.at DESC, ins.id DESC
+    SELECT DISTINCT ON (ins.asset_id) ins.asset_id, ins.id, ins.at, ins.value, max(ins.received_at) OVER (PARTITION BY ins.asset_id), d.device_id
+    FROM ins JOIN device_of d ON d.asset_id = ins.asset_id ORDER BY ins.asset_id, ins.at DESC, ins.id DESC
     ON CONFLICT (asset_id) DO UPDATE SET
       device_id = coalesce(excluded.device_id, latest_states.device_id),
       id = CASE WHEN excluded.at >= latest_states.at THEN excluded.id ELSE latest_states.id END,
