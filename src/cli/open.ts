@@ -1,11 +1,13 @@
 // What the management commands open: the same database as the daemon (which notices their commits).
-import type { OutpostConfig } from '../core/config.js';
 import { systemClock } from '../core/time.js';
 import { Store } from '../store/store.js';
 import { Catalog } from '../store/catalog.js';
 import { Registry } from '../registry/registry.js';
 import { DeviceCodecs } from '../device-codecs/device-codecs.js';
 import { createLogger } from '../ops/logger.js';
+import { ServiceError } from '../core/errors.js';
+import { ConfigError, type OutpostConfig } from '../core/config.js';
+import { isCatalogCache } from '../store/replica-log.js';
 
 export function openStore(config: OutpostConfig): Store {
   return Store.open(config.dataDir, { synchronous: config.store.synchronous, maxBytes: config.store.maxBytes });
@@ -18,6 +20,51 @@ export function withRegistry<T>(config: OutpostConfig, work: (registry: Registry
     const catalog = new Catalog(store);
     return work(new Registry(catalog, store, systemClock, config.limits, config.central), store, catalog);
   } finally {
+    store.close();
+  }
+}
+
+/**
+ * Like withRegistry, for the commands that change the catalog: on a central on PostgreSQL
+ * (docs/scale-out.md, "How the nodes share") the registry's writes are committed there first, under
+ * the same cluster-wide lock as the nodes' (PostgreSQL away: STORE_UNAVAILABLE, nothing changed),
+ * and this data directory's SQLite, the cache, follows. On one machine it is withRegistry.
+ */
+export async function withCatalogWrites<T>(config: OutpostConfig, work: (registry: Registry, store: Store, catalog: Catalog) => T | Promise<T>): Promise<T> {
+  const store = openStore(config);
+  let closeWrites = async () => {};
+  try {
+    const catalog = new Catalog(store);
+    const registry = new Registry(catalog, store, systemClock, config.limits, config.central);
+    if (!(config.role === 'central' && config.central.postgres) && isCatalogCache(store.path)) {
+      // A change made here alone would be a second record that PostgreSQL and the other nodes never see.
+      throw new ConfigError(
+        `${store.path} is the catalog cache of a central node on PostgreSQL (docs/scale-out.md): its devices, assets, tokens and gateways change through PostgreSQL; run the command with the node's configuration (role central and central.postgres, or OUTPOST_ROLE=central and OUTPOST_POSTGRES_URL)`,
+      );
+    }
+    if (config.role === 'central' && config.central.postgres) {
+      const [{ CentralDatabase }, { CatalogReplica }, { migratePostgres }] = await Promise.all([
+        import('../scale-out/postgres.js'),
+        import('../scale-out/catalog-replica.js'),
+        import('../scale-out/schema.js'),
+      ]);
+      const db = new CentralDatabase(config.central.postgres, { max: 2 });
+      closeWrites = () => db.close().catch(() => {});
+      await migratePostgres(db).catch(async (err: unknown) => {
+        const { isConnectionFailure } = await import('../scale-out/postgres.js');
+        if (!isConnectionFailure(err)) throw err;
+        throw new ServiceError('STORE_UNAVAILABLE', `store unavailable: central.postgres does not answer (${(err as Error).message}); nothing was changed`);
+      });
+      const replica = new CatalogReplica({ store, pg: db, logger: createLogger('silent'), catalog });
+      registry.writes = replica;
+      closeWrites = async () => {
+        await replica.stop();
+        await db.close().catch(() => {});
+      };
+    }
+    return await work(registry, store, catalog);
+  } finally {
+    await closeWrites();
     store.close();
   }
 }

@@ -7,7 +7,8 @@ import type { Catalog } from '../store/catalog.js';
 import type { Store } from '../store/store.js';
 import { ASSET_KINDS, SCOPES, type AssetKind, type AssetRecord, type DeviceRecord, type Scope, type TokenRecord } from '../core/model.js';
 import { isJsonObject, memberIgnoringCase } from '../core/json.js';
-import { setDeviceCodec, type DeviceCodecs } from '../device-codecs/device-codecs.js';
+import { codecSettingsView, parseCodecSettings, type DeviceCodecs } from '../device-codecs/device-codecs.js';
+import type { CatalogWrites } from './catalog-writes.js';
 
 function optionalText(body: Record<string, unknown>, key: string): string | null | undefined {
   const v = memberIgnoringCase(body, key);
@@ -55,6 +56,11 @@ export class Registry extends EventEmitter<RegistryEvents> {
   /** Central role: how many devices one gateway may have (config `central`, read on every use). */
   readonly #central: { devicesPerGateway: number } | undefined;
 
+  /** Set on a central whose catalog's record is PostgreSQL (docs/scale-out.md); unset, writes commit in SQLite at once. */
+  writes: CatalogWrites | undefined;
+  /** Events of a write not yet committed: they go out once it is (see `write`). */
+  #held: Array<[string, unknown[]]> | undefined;
+
   constructor(catalog: Catalog, store: RegistryStores, clock: Clock, limits: { assetsPerDevice: number }, central?: { devicesPerGateway: number }) {
     super();
     this.#central = central;
@@ -62,6 +68,41 @@ export class Registry extends EventEmitter<RegistryEvents> {
     this.#store = store;
     this.#clock = clock;
     this.#limits = limits;
+  }
+
+  /**
+   * Every catalog write of the HTTP API, the CLI and the gateway intake goes through here:
+   * `work` calls the synchronous methods below (or changes the store itself). On one machine it
+   * runs now; on a central on PostgreSQL it is decided under the cluster's lock and resolves once
+   * PostgreSQL committed it (503 STORE_UNAVAILABLE when it does not answer, nothing changed). The
+   * events the work raises (a revoked token closing sessions, a device's revision) are held until
+   * then, so nothing acts on a change that did not happen.
+   */
+  async write<T>(work: () => T): Promise<T> {
+    const writes = this.writes;
+    if (!writes) return work();
+    const held: Array<[string, unknown[]]> = [];
+    const result = await writes.run(() => {
+      this.#held = held;
+      try {
+        return work();
+      } finally {
+        this.#held = undefined;
+        // The dry run's reads may have filled the caches with rows that were rolled back.
+        this.#catalog.invalidate();
+      }
+    });
+    this.#catalog.invalidate();
+    for (const [event, args] of held) (super.emit as (event: string, ...args: unknown[]) => boolean).call(this, event, ...args);
+    return result;
+  }
+
+  override emit<K extends keyof RegistryEvents>(event: K, ...args: RegistryEvents[K]): boolean {
+    if (this.#held) {
+      this.#held.push([event, args]);
+      return true;
+    }
+    return super.emit(event, ...(args as never));
   }
 
   /**
@@ -256,12 +297,24 @@ export class Registry extends EventEmitter<RegistryEvents> {
    * New codec settings for a device (compiled first: a bad one leaves the old active). The cached
    * device record holds its payload format, so the catalog forgets it, as after every write here.
    */
-  async setDeviceCodec(codecs: DeviceCodecs, device: DeviceRecord, body: unknown): Promise<Awaited<ReturnType<typeof setDeviceCodec>>> {
+  async setDeviceCodec(codecs: DeviceCodecs, device: DeviceRecord, body: unknown): Promise<{ uplink: unknown; downlink: unknown; warnings: string[] }> {
     this.assertLocallyEditable(device.id);
-    const result = await setDeviceCodec(this.#store, codecs, this.#clock, device, body);
-    this.#catalog.invalidate();
-    this.emit('deviceChanged', device.id);
-    return result;
+    const settings = parseCodecSettings(body);
+    const { codec, warnings, version } = await codecs.compile(settings);
+    const source = JSON.stringify(settings);
+    try {
+      // Compiled first and outside the write (it may take a while): the write itself is the store's.
+      await this.write(() => {
+        this.#store.devices.update(device.id, { payloadFormat: settings.uplink.format, codec: source }, this.#clock.now());
+        this.#catalog.invalidate();
+        this.emit('deviceChanged', device.id);
+      });
+    } catch (err) {
+      codec.dispose();
+      throw err;
+    }
+    codecs.activate(device.id, source, codec, version);
+    return { ...codecSettingsView(this.#store.devices.get(device.id)!), warnings };
   }
 
   rotateDeviceToken(deviceId: string): { tokenId: string; token: string } {

@@ -18,7 +18,9 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   const { catalog, registry, clock, logger, metrics, pipeline } = core;
   const gateways = new GatewayRegistry(catalog, registry, core.store.gateways, clock);
   const intake = new CatalogIntake(catalog, registry, core.store, clock, core.config.central);
-  let presence: GatewayPresence = new SqliteGatewayPresence(core.store.gateways);
+  // Every write of the catalog tables goes through the registry: on PostgreSQL, committed there first.
+  const write = <T>(work: () => T) => registry.write(work);
+  let presence: GatewayPresence = new SqliteGatewayPresence(core.store.gateways, write);
   let pendingCommands: PendingCommands = new SqlitePendingCommands(core.store.gateways);
   // Several nodes (docs/scale-out.md): PostgreSQL behind the same ports, loaded only when configured.
   const scaleOut = core.config.central.postgres ? await import('../scale-out/compose.js').then((m) => m.scaleOutParts(core)) : undefined;
@@ -31,7 +33,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   // Provisioning down (docs/sync.md, "Manage a fleet from the central").
   const fleet = new FleetConfig({
     store: core.store,
-    revisions: new SqliteManagedRevisions(core.store),
+    revisions: new SqliteManagedRevisions(core.store, write),
     clock,
     logger,
     limits: core.config.central,
@@ -39,7 +41,7 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
     connected: (id) => hub.connected(id),
   });
   hub.fleet = fleet;
-  if (scaleOut) hub.shared = () => scaleOut.replica.pushedThrough();
+  if (scaleOut) hub.shared = () => hub.settled();
   // Every change that can alter a managed device's definition raises its revision (when it did).
   registry.on('deviceChanged', (deviceId: string) => fleet.refresh(deviceId));
   registry.on('tokenRevoked', (tokenId: string) => {

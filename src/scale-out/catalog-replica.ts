@@ -1,70 +1,180 @@
 import pg from 'pg';
 import type { Logger } from '../ops/logger.js';
-import { ReplicaLog, type ReplicaChange } from '../store/replica-log.js';
+import type { CatalogWrites } from '../registry/catalog-writes.js';
+import type { Catalog } from '../store/catalog.js';
+import { ReplicaLog, type CatalogRow, type ReplicaChange } from '../store/replica-log.js';
+import type { Store } from '../store/store.js';
 import type { CentralDatabase } from './postgres.js';
 
-/** NOTIFY channel: a node pushed catalog rows (payload: its node id). */
+/** NOTIFY channel: a node committed catalog rows (payload: its node id). */
 export const CATALOG_CHANNEL = 'outpost_catalog';
-/** pg_advisory_xact_lock key serialising catalog pushes, so `seq` commits in the order it is handed out. */
-const PUSH_LOCK = 0x6f757471;
+/**
+ * pg_advisory_xact_lock key taken by every catalog write of the cluster: the writes are decided
+ * one at a time against the whole catalog, and `seq` commits in the order it is handed out (so a
+ * reader that sees a sequence number sees every lower one).
+ */
+const CATALOG_LOCK = 0x6f757471;
+/** Rows read per query while catching up. */
+const PAGE = 5000;
 
 export interface ReplicaFigures {
-  pushed: number;
+  /** Rows this node committed to PostgreSQL. */
+  written: number;
+  /** Rows this node applied to its cache (its own and other nodes'). */
   pulled: number;
-  pendingPush: number;
+  /** Catalog writes refused while PostgreSQL did not answer. */
+  refused: number;
   lastPullAt: number | null;
 }
 
 /**
- * One node's replica of the central's catalog (docs/scale-out.md, "How the nodes share"):
- * - push: triggers on the catalog tables log each changed key in `replica_changes` inside the
- *   change's own SQLite transaction (so a node killed right after an HTTP 201 still pushes it at
- *   its next start); a loop copies the rows' current content to PostgreSQL `catalog_rows` with a
- *   sequence number and NOTIFYs the other nodes;
- * - pull: on that notification (and every second) a node applies the rows other nodes pushed
- *   since its cursor, through its own connection to its SQLite file, so the daemon's catalog sees
- *   a commit from another connection (SQLite's data_version) and reloads as it does for the CLI:
- *   new devices and tokens work, revoked tokens' sessions close, managed devices are re-sent.
- * States are not copied: every node reads history and latest states from PostgreSQL itself.
+ * PostgreSQL is the record of the central's catalog, each node's SQLite a cache of it
+ * (docs/scale-out.md, "How the nodes share"):
+ * - a write (`run`) takes the cluster's catalog lock in a PostgreSQL transaction, brings the cache
+ *   up to PostgreSQL, tries the change on the cache and rolls it back (the registry's rules decide
+ *   against the whole cluster's catalog: an id or a name taken on another node is taken here),
+ *   writes the rows it changed to `catalog_rows`, commits, NOTIFYs, and only then applies those
+ *   rows to the cache. PostgreSQL away: the write is refused (503) and the cache is as it was;
+ * - following (`start`): on a notification (and every second) the rows committed since the
+ *   cache's cursor are applied, through a connection of its own, so the daemon's catalog sees a
+ *   commit from another connection and reloads as it does for the CLI: new devices and tokens
+ *   work, revoked tokens' sessions close, managed devices are re-sent;
+ * - a node whose SQLite file is new (a wiped data directory) starts from cursor 0 and gets the
+ *   whole catalog before it serves.
  */
-export class CatalogReplica {
+export class CatalogReplica implements CatalogWrites {
   readonly #log: ReplicaLog;
   readonly #pg: CentralDatabase;
   readonly #logger: Logger;
+  readonly #store: Pick<Store, 'dryRunCatalogWrite'>;
+  readonly #catalog: Pick<Catalog, 'syncWithDisk'> | undefined;
   readonly node: string;
   #timers: NodeJS.Timeout[] = [];
   #listener: pg.Client | undefined;
-  #pushing: Promise<void> | undefined;
   #pulling: Promise<void> | undefined;
   #pullAgain = false;
   #stopped = false;
-  readonly figures: ReplicaFigures = { pushed: 0, pulled: 0, pendingPush: 0, lastPullAt: null };
+  /** One write of this node at a time: the others wait here, not on a pooled connection. */
+  #writing: Promise<unknown> = Promise.resolve();
+  readonly figures: ReplicaFigures = { written: 0, pulled: 0, refused: 0, lastPullAt: null };
 
-  constructor(deps: { path: string; pg: CentralDatabase; logger: Logger }) {
+  constructor(deps: { store: Pick<Store, 'path' | 'dryRunCatalogWrite'>; pg: CentralDatabase; logger: Logger; catalog?: Pick<Catalog, 'syncWithDisk'> }) {
     this.#pg = deps.pg;
     this.#logger = deps.logger;
-    this.#log = new ReplicaLog(deps.path);
+    this.#store = deps.store;
+    this.#catalog = deps.catalog;
+    this.#log = new ReplicaLog(deps.store.path);
     this.node = this.#log.node;
   }
 
-  /** Every row of the catalog logged for pushing (`outpost migrate --copy`: an existing SQLite central). */
-  logEverything(): number {
-    return this.#log.logEverything();
-  }
-
-  /** Catches up with the cluster before the node serves, then keeps following it. */
+  /** Catches up with PostgreSQL before the node serves, then keeps following it. */
   async start(): Promise<void> {
-    await this.push();
     await this.pull();
     await this.#listen();
-    this.#timers.push(setInterval(() => void this.push().catch(() => {}), 50).unref());
     this.#timers.push(setInterval(() => this.#schedulePull(), 1000).unref());
     // A listener lost with its connection (PostgreSQL restarted) comes back; meanwhile the
     // one-second poll carries the changes.
     this.#timers.push(setInterval(() => void (this.#listener ? undefined : this.#listen()), 5000).unref());
   }
 
-  /** LISTEN on a connection of its own: other nodes' pushes are pulled at once. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    await this.#pulling?.catch(() => {});
+    await this.#writing.catch(() => {});
+    await this.#listener?.end().catch(() => {});
+    this.#log.close();
+  }
+
+  /**
+   * A catalog write, answered once PostgreSQL committed it (see the class). `work` is synchronous
+   * and changes the node's SQLite as on one machine; a ServiceError it throws is the answer, and
+   * nothing is written anywhere.
+   */
+  run<T>(work: () => T): Promise<T> {
+    const next = this.#writing.then(() => this.#write(work));
+    this.#writing = next.catch(() => {});
+    return next;
+  }
+
+  async #write<T>(work: () => T): Promise<T> {
+    let outcome: { result: T; committed: CatalogRow[] };
+    try {
+      outcome = await this.#pg.transaction(async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [CATALOG_LOCK]);
+        // Under the lock nobody else commits catalog rows: after this the cache is the record.
+        await this.#catchUp(client as unknown as { query: CentralDatabase['query'] });
+        const { result, changes } = this.#store.dryRunCatalogWrite(work);
+        if (changes.length === 0) return { result, committed: [] };
+        const committed = await this.#insert(client, changes);
+        await client.query('SELECT pg_notify($1, $2)', [CATALOG_CHANNEL, this.node]);
+        return { result, committed };
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'STORE_UNAVAILABLE') this.figures.refused++;
+      throw err;
+    }
+    this.figures.written += outcome.committed.length;
+    this.#applyRows(outcome.committed);
+    return outcome.result;
+  }
+
+  async #insert(client: pg.PoolClient, items: ReadonlyArray<ReplicaChange>): Promise<CatalogRow[]> {
+    const r = await client.query<CatalogRow>(
+      `INSERT INTO catalog_rows (tbl, pk, row, seq, node)
+       SELECT t, p, r, nextval('catalog_seq'), $4 FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS u(t, p, r, n) ORDER BY n
+       ON CONFLICT (tbl, pk) DO UPDATE SET row = excluded.row, seq = excluded.seq, node = excluded.node
+       RETURNING tbl, pk, row, seq`,
+      [items.map((i) => i.tbl), items.map((i) => i.pk), items.map((i) => (i.row === null ? null : JSON.stringify(i.row))), this.node],
+    );
+    return r.rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+  }
+
+  /**
+   * Every catalog row of this node's SQLite file into PostgreSQL (`outpost migrate --copy` of a
+   * SQLite central), under the catalog lock like any write.
+   */
+  async copyAll(): Promise<number> {
+    const rows = this.#log.everyRow();
+    await this.#pg.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [CATALOG_LOCK]);
+      for (let i = 0; i < rows.length; i += PAGE) await this.#insert(client, rows.slice(i, i + PAGE));
+      await client.query('SELECT pg_notify($1, $2)', [CATALOG_CHANNEL, this.node]);
+    });
+    return rows.length;
+  }
+
+  /** Applies what was committed since the cache's cursor; one pull at a time. */
+  pull(): Promise<void> {
+    if (this.#pulling) return this.#pulling;
+    this.#pulling = (async () => {
+      do {
+        this.#pullAgain = false;
+        await this.#catchUp(this.#pg);
+        this.figures.lastPullAt = Date.now();
+      } while (this.#pullAgain && !this.#stopped);
+    })().finally(() => (this.#pulling = undefined));
+    return this.#pulling;
+  }
+
+  async #catchUp(db: { query: CentralDatabase['query'] }): Promise<void> {
+    for (;;) {
+      const r = await db.query<CatalogRow>('SELECT tbl, pk, row, seq FROM catalog_rows WHERE seq > $1 ORDER BY seq LIMIT $2', [this.#log.cursor(), PAGE]);
+      this.#applyRows(r.rows);
+      if (r.rows.length < PAGE) return;
+    }
+  }
+
+  #applyRows(rows: ReadonlyArray<CatalogRow>): void {
+    if (rows.length === 0) return;
+    this.figures.pulled += this.#log.apply(rows);
+    for (const s of this.#log.skipped.splice(0)) this.#logger.warn({ table: s.tbl, key: s.pk, err: s.error }, 'catalog row from PostgreSQL not applied to this node\'s cache');
+    // The daemon's caches drop what they hold at once (not at its next look at data_version).
+    this.#catalog?.syncWithDisk();
+  }
+
+  /** LISTEN on a connection of its own: other nodes' writes are pulled at once. */
   async #listen(): Promise<void> {
     if (this.#stopped) return;
     const listener = new pg.Client({ connectionString: this.#pg.url });
@@ -95,100 +205,5 @@ export class CatalogReplica {
       return;
     }
     void this.pull().catch((err) => this.#logger.debug({ err: (err as Error).message }, 'catalog pull failed; retried'));
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    for (const t of this.#timers) clearInterval(t);
-    this.#timers = [];
-    await this.#pushing?.catch(() => {});
-    await this.#pulling?.catch(() => {});
-    await this.push().catch(() => {});
-    await this.#listener?.end().catch(() => {});
-    this.#log.close();
-  }
-
-  /**
-   * Settles once every change committed before the call is in PostgreSQL: the push under way may
-   * have read the log before it, so a second one follows. Tried again every second while
-   * PostgreSQL is away (the caller's PUBACK waits); rejects only when the node stops.
-   */
-  async pushedThrough(): Promise<void> {
-    for (;;) {
-      try {
-        await this.push();
-        await this.push();
-        return;
-      } catch (err) {
-        if (this.#stopped) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 1000).unref());
-      }
-    }
-  }
-
-  /** Copies logged changes to PostgreSQL; one at a time. */
-  push(): Promise<void> {
-    if (this.#pushing) return this.#pushing;
-    this.#pushing = this.#push().finally(() => (this.#pushing = undefined));
-    return this.#pushing;
-  }
-
-  async #push(): Promise<void> {
-    for (;;) {
-      const { changes: items, upTo, logged } = this.#log.pendingChanges(500);
-      this.figures.pendingPush = logged;
-      if (logged === 0) return;
-      await this.#pg.transaction(async (client) => {
-        await client.query('SELECT pg_advisory_xact_lock($1)', [PUSH_LOCK]);
-        await client.query(
-          `INSERT INTO catalog_rows (tbl, pk, row, seq, node)
-           SELECT t, p, r, nextval('catalog_seq'), $4 FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS u(t, p, r, n) ORDER BY n
-           ON CONFLICT (tbl, pk) DO UPDATE SET row = excluded.row, seq = excluded.seq, node = excluded.node`,
-          [items.map((i) => i.tbl), items.map((i) => i.pk), items.map((i) => (i.row === null ? null : JSON.stringify(i.row))), this.node],
-        );
-        await client.query('SELECT pg_notify($1, $2)', [CATALOG_CHANNEL, this.node]);
-      });
-      this.#log.dropChanges(upTo);
-      this.figures.pushed += items.length;
-    }
-  }
-
-  /** Applies what other nodes pushed since this node's cursor. */
-  pull(): Promise<void> {
-    if (this.#pulling) return this.#pulling;
-    this.#pulling = (async () => {
-      do {
-        this.#pullAgain = false;
-        await this.#pullCatalog();
-        this.figures.lastPullAt = Date.now();
-      } while (this.#pullAgain && !this.#stopped);
-    })().finally(() => (this.#pulling = undefined));
-    return this.#pulling;
-  }
-
-  async #pullCatalog(): Promise<void> {
-    for (;;) {
-      const cursor = this.#log.cursor('catalog_cursor');
-      const r = await this.#pg.query<ReplicaChange & { seq: string }>('SELECT tbl, pk, row, seq FROM catalog_rows WHERE seq > $1 AND node <> $2 ORDER BY seq LIMIT 1000', [cursor, this.node]);
-      if (r.rows.length === 0) return;
-      const last = Number(r.rows[r.rows.length - 1]!.seq);
-      try {
-        this.#log.apply(r.rows, last);
-      } catch (err) {
-        // One row that cannot be applied (its parent was deleted meanwhile) must not stop the node
-        // following the cluster: row by row, skipping what fails.
-        this.#logger.warn({ err: (err as Error).message }, 'catalog rows applied one by one');
-        for (const row of r.rows) {
-          try {
-            this.#log.apply([row], Number(row.seq));
-          } catch (rowErr) {
-            this.#logger.warn({ table: row.tbl, key: row.pk, err: (rowErr as Error).message }, 'catalog row from another node not applied');
-            this.#log.setCursor('catalog_cursor', Number(row.seq));
-          }
-        }
-      }
-      this.figures.pulled += r.rows.length;
-      if (r.rows.length < 1000) return;
-    }
   }
 }

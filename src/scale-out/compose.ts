@@ -18,7 +18,9 @@ import { PostgresStateReads } from './pg-state-reads.js';
  */
 export function scaleOutParts(core: Core) {
   const db = new CentralDatabase(core.config.central.postgres!);
-  const replica = new CatalogReplica({ path: core.store.path, pg: db, logger: core.logger });
+  const replica = new CatalogReplica({ store: core.store, pg: db, logger: core.logger, catalog: core.catalog });
+  // Catalog writes are committed in PostgreSQL first; the node's SQLite is their cache.
+  core.registry.writes = replica;
   const states = new PostgresStates(db, replica.node, { deviceOf: (assetId) => core.catalog.assetById(assetId)?.deviceId });
   // A deleted asset or device takes its states with it, as SQLite's cascade does on one machine.
   const deletions = new PostgresStateDeletions(db, states.partitions);
@@ -29,8 +31,9 @@ export function scaleOutParts(core: Core) {
   core.readStatesFrom(new PostgresStateReads(db));
   core.metrics.counterFrom('outpost_postgres_duplicates_total', 'States PostgreSQL already held (any node): acknowledged, not stored twice', () => states.duplicates);
   core.metrics.gauge('outpost_postgres_up', '1 while PostgreSQL answers this node', () => (db.failing ? 0 : 1));
-  core.metrics.counterFrom('outpost_replica_rows_pushed_total', 'Catalog rows this node sent to the other nodes', () => replica.figures.pushed);
-  core.metrics.counterFrom('outpost_replica_rows_pulled_total', 'Catalog rows this node took from the other nodes', () => replica.figures.pulled);
+  core.metrics.counterFrom('outpost_catalog_rows_written_total', 'Catalog rows this node committed to PostgreSQL', () => replica.figures.written);
+  core.metrics.counterFrom('outpost_catalog_rows_applied_total', "Catalog rows applied to this node's cache from PostgreSQL (its own writes' and other nodes')", () => replica.figures.pulled);
+  core.metrics.counterFrom('outpost_catalog_writes_refused_total', 'Catalog writes refused (503) because PostgreSQL did not answer', () => replica.figures.refused);
   const pgPresence = new PostgresGatewayPresence(db, replica.node);
   return {
     db,

@@ -1,29 +1,37 @@
 import { randomBytes } from 'node:crypto';
 import BetterSqlite3 from 'better-sqlite3';
+import type { Database } from './database.js';
 
 /**
- * Catalog tables every node of a central serves from its own SQLite file (docs/scale-out.md),
- * in the order a new node applies them.
+ * The catalog tables a central node on PostgreSQL keeps as a cache of PostgreSQL's `catalog_rows`
+ * (docs/scale-out.md, "How the nodes share"), with their keys. `commanded_values` is not among
+ * them: it is the node's own radio state, like a LoRaWAN session's counters.
  */
-const REPLICATED: ReadonlyArray<{ table: string; key: readonly string[] }> = [
+const CATALOG_TABLES: ReadonlyArray<{ table: string; key: readonly string[] }> = [
   { table: 'gateways', key: ['id'] },
   { table: 'devices', key: ['id'] },
   { table: 'assets', key: ['id'] },
   { table: 'tokens', key: ['id'] },
   { table: 'lorawan_devices', key: ['device_id'] },
-  { table: 'commanded_values', key: ['device_id'] },
   { table: 'managed_devices', key: ['gateway_id', 'device_id'] },
   { table: 'fleet_revision', key: ['id'] },
 ];
 
+const specOf = (table: string) => CATALOG_TABLES.find((t) => t.table === table);
+
 export type ReplicaRow = Record<string, unknown>;
 
-/** One changed key with its current content (null: deleted). */
+/** One changed key with its content (null: deleted). */
 export interface ReplicaChange {
   tbl: string;
   /** The key's values as a JSON array. */
   pk: string;
   row: ReplicaRow | null;
+}
+
+/** A row as PostgreSQL holds it: the change and the sequence number it was committed at. */
+export interface CatalogRow extends ReplicaChange {
+  seq: number | string;
 }
 
 /** BLOB columns (LoRaWAN keys) travel as {"$base64": …} in the JSON row. */
@@ -39,17 +47,92 @@ function decodeValue(v: unknown): unknown {
   return v;
 }
 
+/** Thrown to roll a dry run back; never leaves `CatalogCapture.dryRun`. */
+const ROLL_BACK = Symbol('roll back the dry run');
+
 /**
- * The SQLite side of a central node's replica (docs/scale-out.md, "How the nodes share"), on a
- * connection of its own to the node's database file:
- * - triggers on the catalog tables log each changed key in `replica_changes` inside the change's
- *   own transaction, whichever connection (the daemon, the CLI) made it;
- * - rows other nodes changed are applied here with the triggers held off (`applying`), and since
- *   they arrive through another connection than the daemon's, the daemon's catalog sees SQLite's
- *   data_version change and reloads as it does after a CLI command;
- * - the node's id and its cursors in the shared feeds live in `replica_state`, so a restarted node
- *   is the same node and goes on where it stopped.
- * The tables and triggers are created only on a node configured for PostgreSQL.
+ * A catalog write tried on the daemon's own connection and rolled back (docs/scale-out.md, "How
+ * the nodes share"): the rules of the registry (ids taken, names taken, limits) run against the
+ * node's cache as on one machine, and what they would change is read out as rows for PostgreSQL.
+ * Temporary triggers (this connection only, created once) note every changed key while the
+ * capture flag is on; the flag, the notes and the change itself all go with the rollback, so the
+ * cache is changed only later, from what PostgreSQL committed. Cascades (a device's assets and
+ * tokens going with it) fire the triggers too, so they are rows of their own.
+ */
+export class CatalogCapture {
+  readonly #db: Database;
+  #installed = false;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  #install(): void {
+    if (this.#installed) return;
+    const run = (sql: string) => this.#db.statement(sql).run();
+    run('CREATE TEMP TABLE IF NOT EXISTS catalog_capture (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, pk TEXT NOT NULL)');
+    run('CREATE TEMP TABLE IF NOT EXISTS catalog_capture_on (id INTEGER PRIMARY KEY CHECK (id = 1), capturing INTEGER NOT NULL)');
+    run('INSERT OR IGNORE INTO temp.catalog_capture_on VALUES (1, 0)');
+    for (const { table, key } of CATALOG_TABLES) {
+      for (const [op, ref] of [['INSERT', 'NEW'], ['UPDATE', 'NEW'], ['DELETE', 'OLD']] as const) {
+        run(`CREATE TEMP TRIGGER IF NOT EXISTS capture_${table}_${op.toLowerCase()} AFTER ${op} ON main.${table}
+          WHEN (SELECT capturing FROM temp.catalog_capture_on) = 1
+          BEGIN INSERT INTO temp.catalog_capture (tbl, pk) VALUES ('${table}', json_array(${key.map((k) => `${ref}.${k}`).join(', ')})); END`);
+      }
+    }
+    this.#installed = true;
+  }
+
+  /**
+   * Runs `work` in a transaction, reads the rows it changed (each key once, as it is after the
+   * work), and rolls everything back. A throw from `work` is rethrown (nothing was changed).
+   */
+  dryRun<T>(work: () => T): { result: T; changes: ReplicaChange[] } {
+    this.#install();
+    let out: { result: T; changes: ReplicaChange[] } | undefined;
+    try {
+      this.#db.transaction(() => {
+        this.#db.statement('UPDATE temp.catalog_capture_on SET capturing = 1').run();
+        const result = work();
+        const noted = this.#db.statement('SELECT tbl, pk FROM temp.catalog_capture ORDER BY id').all() as Array<{ tbl: string; pk: string }>;
+        const latest = new Map<string, ReplicaChange>();
+        for (const { tbl, pk } of noted) {
+          const { key } = specOf(tbl)!;
+          const row = this.#db.statement(`SELECT * FROM ${tbl} WHERE ${key.map((k) => `${k} = ?`).join(' AND ')}`).get(...(JSON.parse(pk) as unknown[])) as ReplicaRow | undefined;
+          latest.set(`${tbl}\u0000${pk}`, { tbl, pk, row: row ? encodeRow(row) : null });
+        }
+        out = { result, changes: [...latest.values()] };
+        throw ROLL_BACK;
+      });
+    } catch (err) {
+      if (err !== ROLL_BACK) throw err;
+    }
+    return out!;
+  }
+}
+
+/**
+ * Whether this database file is the catalog cache of a central node on PostgreSQL (a node
+ * started there with central.postgres): its catalog is changed through PostgreSQL only.
+ */
+export function isCatalogCache(path: string): boolean {
+  const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'replica_state'").get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The node's cache of the catalog, written from PostgreSQL on a connection of its own
+ * (docs/scale-out.md): rows are applied in one transaction together with the cursor (the highest
+ * sequence number applied), and a row at or below the cursor is skipped, so the daemon, its
+ * catching up before a write and the CLI may all apply the same rows in any order. Because the
+ * rows arrive through another connection than the daemon's, the daemon's catalog sees SQLite's
+ * data_version change and reloads as it does after a CLI command. Foreign keys are off on this
+ * connection: PostgreSQL holds every row a cascade removed as a row of its own, and a page of
+ * rows may bring an asset before its device.
  */
 export class ReplicaLog {
   readonly #db: BetterSqlite3.Database;
@@ -60,103 +143,91 @@ export class ReplicaLog {
     this.#db = new BetterSqlite3(path);
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('busy_timeout = 5000');
-    this.#db.pragma('foreign_keys = ON');
+    this.#db.pragma('foreign_keys = OFF');
     this.node = this.#install();
   }
 
   #install(): string {
     const db = this.#db;
     db.transaction(() => {
+      // `applying` and `states_cursor` are no longer used (kept: older files have them).
       db.exec(`
-        CREATE TABLE IF NOT EXISTS replica_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, pk TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS replica_state (
           id INTEGER PRIMARY KEY CHECK (id = 1), node TEXT NOT NULL, applying INTEGER NOT NULL,
           catalog_cursor INTEGER NOT NULL, states_cursor INTEGER NOT NULL);
       `);
       db.prepare('INSERT OR IGNORE INTO replica_state VALUES (1, ?, 0, 0, 0)').run(randomBytes(6).toString('hex'));
-      for (const { table, key } of REPLICATED) {
-        const columns = (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
-        this.#columns.set(table, columns);
-        for (const [op, ref] of [['INSERT', 'NEW'], ['UPDATE', 'NEW'], ['DELETE', 'OLD']] as const) {
-          db.exec(`CREATE TRIGGER IF NOT EXISTS replica_${table}_${op.toLowerCase()} AFTER ${op} ON ${table}
-            WHEN (SELECT applying FROM replica_state) = 0
-            BEGIN INSERT INTO replica_changes (tbl, pk) VALUES ('${table}', json_array(${key.map((k) => `${ref}.${k}`).join(', ')})); END`);
-        }
-      }
     })();
+    for (const { table } of CATALOG_TABLES) {
+      this.#columns.set(table, (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name));
+    }
     return db.prepare('SELECT node FROM replica_state').pluck().get() as string;
   }
 
-  cursor(name: 'catalog_cursor' | 'states_cursor'): number {
-    return this.#db.prepare(`SELECT ${name} FROM replica_state`).pluck().get() as number;
+  /** The highest sequence number of PostgreSQL's catalog this cache holds. */
+  cursor(): number {
+    return this.#db.prepare('SELECT catalog_cursor FROM replica_state').pluck().get() as number;
   }
 
-  setCursor(name: 'catalog_cursor' | 'states_cursor', value: number): void {
-    this.#db.prepare(`UPDATE replica_state SET ${name} = ?`).run(value);
-  }
-
-  /** Every row of the catalog logged for pushing (`outpost migrate --copy`). */
-  logEverything(): number {
-    let count = 0;
-    this.#db.transaction(() => {
-      for (const { table, key } of REPLICATED) {
-        count += this.#db.prepare(`INSERT INTO replica_changes (tbl, pk) SELECT '${table}', json_array(${key.join(', ')}) FROM ${table}`).run().changes;
+  /** Every row of the catalog tables (`outpost migrate --copy` of a SQLite central). */
+  everyRow(): ReplicaChange[] {
+    const out: ReplicaChange[] = [];
+    for (const { table, key } of CATALOG_TABLES) {
+      for (const row of this.#db.prepare(`SELECT * FROM ${table}`).all() as ReplicaRow[]) {
+        out.push({ tbl: table, pk: JSON.stringify(key.map((k) => row[k])), row: encodeRow(row) });
       }
-    })();
-    return count;
-  }
-
-  /**
-   * The oldest logged changes with each key's current content, once per key (a key changed twice is
-   * sent as it is now); `upTo` is what `dropChanges` takes once they were sent.
-   */
-  pendingChanges(limit: number): { changes: ReplicaChange[]; upTo: number; logged: number } {
-    const logged = this.#db.prepare('SELECT id, tbl, pk FROM replica_changes ORDER BY id LIMIT ?').all(limit) as Array<{ id: number; tbl: string; pk: string }>;
-    const latest = new Map<string, ReplicaChange>();
-    for (const c of logged) {
-      const key = REPLICATED.find((r) => r.table === c.tbl)!.key;
-      const row = this.#db.prepare(`SELECT * FROM ${c.tbl} WHERE ${key.map((k) => `${k} = ?`).join(' AND ')}`).get(...(JSON.parse(c.pk) as unknown[])) as ReplicaRow | undefined;
-      latest.delete(`${c.tbl}\u0000${c.pk}`);
-      latest.set(`${c.tbl}\u0000${c.pk}`, { tbl: c.tbl, pk: c.pk, row: row ? encodeRow(row) : null });
     }
-    return { changes: [...latest.values()], upTo: logged.length > 0 ? logged[logged.length - 1]!.id : 0, logged: logged.length };
-  }
-
-  dropChanges(upTo: number): void {
-    this.#db.prepare('DELETE FROM replica_changes WHERE id <= ?').run(upTo);
+    return out;
   }
 
   /**
-   * Other nodes' rows, in one transaction with the triggers held off and foreign keys checked at
-   * commit (a batch may bring an asset before its device); the cursor moves in the same commit.
+   * Rows PostgreSQL committed, in sequence order: those above the cursor are written (a null row
+   * deletes), the cursor moves to the highest. Returns how many were written.
    */
-  apply(rows: ReadonlyArray<ReplicaChange>, cursor: number): void {
+  apply(rows: ReadonlyArray<CatalogRow>): number {
     const db = this.#db;
-    db.transaction(() => {
-      db.prepare('UPDATE replica_state SET applying = 1').run();
-      db.pragma('defer_foreign_keys = ON');
-      for (const { tbl, pk, row } of rows) {
-        const spec = REPLICATED.find((r) => r.table === tbl);
+    return db.transaction(() => {
+      const cursor = this.cursor();
+      let highest = cursor;
+      let applied = 0;
+      for (const { tbl, pk, row, seq } of rows) {
+        const n = Number(seq);
+        if (n <= cursor) continue;
+        highest = Math.max(highest, n);
+        const spec = specOf(tbl);
         if (!spec) continue;
-        const where = spec.key.map((k) => `${k} = ?`).join(' AND ');
-        if (row === null) {
-          db.prepare(`DELETE FROM ${tbl} WHERE ${where}`).run(...(JSON.parse(pk) as unknown[]));
-          continue;
+        try {
+          // A savepoint per row: one row the cache cannot take (a unique value another row still
+          // holds here) is reported and skipped, not a reason to stop following PostgreSQL.
+          db.transaction(() => this.#write(spec, tbl, pk, row))();
+          applied++;
+        } catch (err) {
+          this.skipped.push({ tbl, pk, error: (err as Error).message });
         }
-        // Columns both sides know: a node one schema step behind ignores a newer column.
-        const columns = this.#columns.get(tbl)!.filter((c) => c in row);
-        const update = columns.filter((c) => !spec.key.includes(c));
-        db.prepare(
-          `INSERT INTO ${tbl} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-           ON CONFLICT (${spec.key.join(', ')}) DO ${update.length ? `UPDATE SET ${update.map((c) => `${c} = excluded.${c}`).join(', ')}` : 'NOTHING'}`,
-        ).run(...columns.map((c) => decodeValue(row[c])));
       }
-      db.prepare('UPDATE replica_state SET applying = 0, catalog_cursor = ?').run(cursor);
-    })();
+      if (highest > cursor) db.prepare('UPDATE replica_state SET catalog_cursor = ?').run(highest);
+      return applied;
+    }).immediate();
   }
 
-  assetExists(id: string): boolean {
-    return this.#db.prepare('SELECT 1 FROM assets WHERE id = ?').pluck().get(id) !== undefined;
+  /** Rows `apply` could not write (for the log); emptied by whoever reports them. */
+  readonly skipped: Array<{ tbl: string; pk: string; error: string }> = [];
+
+  #write(spec: { key: readonly string[] }, tbl: string, pk: string, row: ReplicaRow | null): void {
+    const where = spec.key.map((k) => `${k} = ?`).join(' AND ');
+    if (row === null) {
+      this.#db.prepare(`DELETE FROM ${tbl} WHERE ${where}`).run(...(JSON.parse(pk) as unknown[]));
+      return;
+    }
+    // Columns both sides know: a node one schema step behind ignores a newer column.
+    const columns = this.#columns.get(tbl)!.filter((c) => c in row);
+    const update = columns.filter((c) => !spec.key.includes(c));
+    this.#db
+      .prepare(
+        `INSERT INTO ${tbl} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+         ON CONFLICT (${spec.key.join(', ')}) DO ${update.length ? `UPDATE SET ${update.map((c) => `${c} = excluded.${c}`).join(', ')}` : 'NOTHING'}`,
+      )
+      .run(...columns.map((c) => decodeValue(row[c])));
   }
 
   close(): void {

@@ -16,6 +16,7 @@ import { OutboxStore } from './outbox.js';
 import { RedecodeJobs } from './redecode-jobs.js';
 import { FleetStore, ManagedHereStore } from './fleet.js';
 import { CommandedValueStore } from './commanded-values.js';
+import { CatalogCapture, type ReplicaChange } from './replica-log.js';
 
 export type StoreOptions = DatabaseOptions;
 export { StoreCorruptError } from './database.js';
@@ -51,6 +52,7 @@ export class Store {
   /** LoRa Basics Stations allowed to connect, with their token hashes. */
   readonly stations: StationStore;
   readonly #db: Database;
+  readonly #capture: CatalogCapture;
 
   /** Opens (creating it owner-only if needed) the database of a data directory. */
   static open(dataDir: string, options: StoreOptions = {}): Store {
@@ -77,6 +79,15 @@ export class Store {
     this.managedHere = new ManagedHereStore(db);
     this.commandedValues = new CommandedValueStore(db);
     this.stations = new StationStore(db);
+    this.#capture = new CatalogCapture(db);
+  }
+
+  /**
+   * A central on PostgreSQL (docs/scale-out.md): runs a catalog write, returns what it would change
+   * and rolls it back; the cache is changed once PostgreSQL committed those rows.
+   */
+  dryRunCatalogWrite<T>(work: () => T): { result: T; changes: ReplicaChange[] } {
+    return this.#capture.dryRun(work);
   }
 
   /**

@@ -131,9 +131,13 @@ export function cli(args: string[], env: Record<string, string | undefined> = {}
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Runs a CLI command with `--json` and parses its output; fails loudly on a non-zero exit. */
-export function cliJson<T = Record<string, unknown>>(args: string[], dataDir: string): T {
-  const r = cli([...args, '--json', '--data', dataDir]);
+/**
+ * Runs a CLI command with `--json` and parses its output; fails loudly on a non-zero exit. `env`
+ * carries settings the daemon of that data directory has from its environment (a central node's
+ * OUTPOST_POSTGRES_URL: its catalog writes go to PostgreSQL, docs/scale-out.md).
+ */
+export function cliJson<T = Record<string, unknown>>(args: string[], dataDir: string, env: Record<string, string | undefined> = {}): T {
+  const r = cli([...args, '--json', '--data', dataDir], env);
   if (r.code !== 0) throw new Error(`outpost ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as T;
 }

@@ -52,8 +52,8 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
   });
 
   central = await startDaemon({ dataDir: centralDir, env });
-  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token;
-  const gw = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir);
+  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir, env).token;
+  const gw = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir, env);
   const device = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'pump'], gwDir);
   cliJson(['asset', 'create', device.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], gwDir);
   const config = join(gwDir, 'config.json');
@@ -109,11 +109,11 @@ test('a central node on PostgreSQL with a real gateway', { timeout: 240_000 }, a
         await sleep(5);
       }
     })();
+    const direct = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'direct'], centralDir, env);
+    cliJson(['asset', 'create', direct.id, '--name', 'x', '--is', 'sensor', '--profile', '{"type":"integer"}'], centralDir, env);
     await sleep(800);
     await pg.stop('fast');
     // A device writing straight to the node is refused, with the code and a Retry-After.
-    const direct = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'direct'], centralDir);
-    cliJson(['asset', 'create', direct.id, '--name', 'x', '--is', 'sensor', '--profile', '{"type":"integer"}'], centralDir);
     await until('the node refuses writes', async () => {
       const r = await api(central!.url, 'PUT', `/device/${direct.id}/asset/x/state`, { token: direct.token, json: { value: 1 } });
       return r.status === 503 && r.body?.code === 'STORE_UNAVAILABLE';

@@ -33,8 +33,8 @@ test('test/sync/central.test.ts passes against a central on PostgreSQL', { timeo
  * engines choose differently (device, asset, token) are replaced by names; cursors are kept as
  * they are: on a fresh store both number states 1, 2, 3… in the order they were stored.
  */
-async function statesTranscript(node: RunningDaemon): Promise<unknown[]> {
-  const admin = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,admin'], node.dataDir).token;
+async function statesTranscript(node: RunningDaemon, env: Record<string, string> = {}): Promise<unknown[]> {
+  const admin = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,admin'], node.dataDir, env).token;
   const created = await api(node.url, 'POST', '/devices', { token: admin, json: { name: 'meter' } });
   assert.equal(created.status, 201, created.text);
   const device = created.body as { id: string; token: string };
@@ -91,14 +91,15 @@ test('the same states answers on SQLite and on PostgreSQL: latest, history pages
   const pg = await startPostgres();
   const dirs = [tempDataDir(), tempDataDir()];
   const single = await startDaemon({ dataDir: dirs[0], env: { OUTPOST_ROLE: 'central', OUTPOST_RATE_LIMIT: '0' } });
-  const node = await startDaemon({ dataDir: dirs[1], env: { OUTPOST_ROLE: 'central', OUTPOST_RATE_LIMIT: '0', OUTPOST_POSTGRES_URL: await pg.createDatabase() } });
+  const pgEnv = { OUTPOST_ROLE: 'central', OUTPOST_RATE_LIMIT: '0', OUTPOST_POSTGRES_URL: await pg.createDatabase() };
+  const node = await startDaemon({ dataDir: dirs[1], env: pgEnv });
   t.after(async () => {
     await Promise.all([single.stop(), node.stop()]);
     await pg.dispose();
     for (const d of dirs) removeDir(d);
   });
   const onSqlite = await statesTranscript(single);
-  const onPostgres = await statesTranscript(node);
+  const onPostgres = await statesTranscript(node, pgEnv);
   assert.deepEqual(onPostgres, onSqlite);
   // The script did reach what it means to test: several pages, a refused cursor, states of both months.
   const text = JSON.stringify(onSqlite);

@@ -43,7 +43,7 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     await pg.dispose();
     for (const d of Object.values(dirs)) removeDir(d);
   });
-  const app = cliJson<{ id: string; token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], dirs.a);
+  const app = cliJson<{ id: string; token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], dirs.a, env);
   let device!: { id: string; token: string };
 
   await t.test('the same API on both nodes: what one node creates, the other serves', async () => {
@@ -129,7 +129,7 @@ test('two central nodes on PostgreSQL and Redis', { timeout: 300_000 }, async (t
     await subscriber.endAsync();
   });
 
-  const gw = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], dirs.a);
+  const gw = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], dirs.a, env);
   const local = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'pump'], dirs.gw);
   cliJson(['asset', 'create', local.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], dirs.gw);
   cliJson(['asset', 'create', local.id, '--name', 'valve', '--is', 'actuator', '--profile', '{"type":"boolean"}'], dirs.gw);

@@ -56,6 +56,9 @@ interface Central {
   app: string;
 }
 
+/** What the CLI needs besides the data directory to change a central's catalog (its PostgreSQL, when there is one). */
+const centralEnv = { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: process.env.OUTPOST_TEST_POSTGRES_URL };
+
 async function startCentral(dataDir: string, mqttPort = 0): Promise<RunningDaemon> {
   // test/scale-out/same-suite.test.ts runs this file again against a central node on PostgreSQL.
   return startDaemon({ dataDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: String(mqttPort), OUTPOST_POSTGRES_URL: process.env.OUTPOST_TEST_POSTGRES_URL } });
@@ -91,9 +94,9 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
     daemon: centralDaemon,
     dataDir: centralDir,
     mqttPort: centralDaemon.mqttPort,
-    app: cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token,
+    app: cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir, centralEnv).token,
   };
-  const g1 = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir);
+  const g1 = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir, centralEnv);
   const g2 = (await api(central.daemon.url, 'POST', '/gateways', { token: central.app, json: { name: 'south' } })).body as { id: string; token: string };
   assert.match(g1.token, /^gateway:/);
   assert.match(g2.token, /^gateway:/);
@@ -225,9 +228,9 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
     });
 
     await t.test('a gateway token cannot touch a device of another gateway', async () => {
-      const other = cliJson<{ id: string }>(['device', 'create', '--name', 'theirs', '--gateway', g2.id], centralDir);
-      cliJson(['asset', 'create', other.id, '--name', 'valve', '--is', 'actuator', '--profile', '{"type":"boolean"}'], centralDir);
-      cliJson(['asset', 'create', other.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], centralDir);
+      const other = cliJson<{ id: string }>(['device', 'create', '--name', 'theirs', '--gateway', g2.id], centralDir, centralEnv);
+      cliJson(['asset', 'create', other.id, '--name', 'valve', '--is', 'actuator', '--profile', '{"type":"boolean"}'], centralDir, centralEnv);
+      cliJson(['asset', 'create', other.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], centralDir, centralEnv);
       const g1client = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: g1.token, reconnectPeriod: 0 });
       const messages: Array<{ topic: string; text: string }> = [];
       g1client.on('message', (topic, p) => messages.push({ topic, text: p.toString() }));
@@ -265,7 +268,7 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
 
     await t.test('a device created at the central for the gateway arrives there by itself; chosen IDs; a device deleted at the gateway keeps its data at the central', async () => {
       // Created with --gateway at the central it is managed from there (docs/sync.md): no command on the gateway.
-      const pre = cliJson<{ id: string }>(['device', 'create', '--name', 'planned', '--gateway', g1.id], centralDir);
+      const pre = cliJson<{ id: string }>(['device', 'create', '--name', 'planned', '--gateway', g1.id], centralDir, centralEnv);
       await until('the managed device at the gateway', () => query(gwDir, 'SELECT 1 FROM devices WHERE id = ? AND name = ?', pre.id, 'planned').length === 1);
       const taken = cli(['device', 'create', '--name', 'again', '--id', pre.id, '--data', gwDir]);
       assert.notEqual(taken.code, 0);

@@ -1,7 +1,7 @@
 import { assetView, deviceAssetsView } from '../../registry/views.js';
 import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
-import { withRegistry } from '../open.js';
+import { withCatalogWrites, withRegistry } from '../open.js';
 import { latestStates } from '../latest-states.js';
 import { formatTable } from '../table.js';
 
@@ -14,8 +14,8 @@ export const command: CliCommand = {
   run: (args, argv, out) => runVerb(managementArgs(args, argv, out), { create: createAsset, list: listAssets }),
 };
 
-function createAsset({ config, positionals, values, show }: ManagementArgs): number {
-  return withRegistry(config, (registry, store) => {
+function createAsset({ config, positionals, values, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
     const deviceId = requireArg(positionals, 1, '<DeviceID>');
     if (!values.profile) throw new UsageError('missing --profile');
     let profile: unknown;
@@ -24,7 +24,7 @@ function createAsset({ config, positionals, values, show }: ManagementArgs): num
     } catch {
       throw new UsageError('--profile must be JSON, e.g. \'{"type":"integer"}\'');
     }
-    const asset = registry.createAsset(deviceId, { name: values.name, is: values.is ?? 'sensor', profile, title: values.title });
+    const asset = await registry.write(() => registry.createAsset(deviceId, { name: values.name, is: values.is ?? 'sensor', profile, title: values.title }));
     show(assetView(asset, undefined), () => `asset ${asset.name} (${asset.id}) created on device ${deviceId}`);
     return 0;
   });

@@ -8,7 +8,7 @@ import { readCodecFile } from '../../device-codecs/codec-files.js';
 import { isServiceError, ServiceError } from '../../core/errors.js';
 import { parseTryBody, tryCodec, type TryReport, type TryRequest } from '../../device-codecs/codec-try.js';
 import { requireArg, UsageError, type ManagementArgs } from '../args.js';
-import { openCodecParts } from '../open.js';
+import { openCodecParts, withCatalogWrites } from '../open.js';
 import type { Output } from '../output.js';
 import { formatTable } from '../table.js';
 
@@ -64,7 +64,11 @@ export async function deviceCodec({ config, positionals, values, json, show, out
   const parts = openCodecParts(config);
   try {
     const device = parts.registry.requireDevice(deviceId);
-    const result = await setDeviceCodec(parts.store, parts.codecs, systemClock, device, body);
+    // A central on PostgreSQL: committed there first, like the nodes' writes (docs/scale-out.md).
+    const result =
+      config.role === 'central' && config.central.postgres
+        ? await withCatalogWrites(config, (registry) => registry.setDeviceCodec(parts.codecs, device, body))
+        : await setDeviceCodec(parts.store, parts.codecs, systemClock, device, body);
     show(result, () => [`device ${deviceId}: uplink ${JSON.stringify((result.uplink as { format: string }).format)}, downlink ${JSON.stringify((result.downlink as { format: string }).format)}`, ...result.warnings.map((w) => `warning: ${w}`)].join('\n'));
     return 0;
   } finally {

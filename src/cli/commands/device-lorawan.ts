@@ -3,7 +3,7 @@ import { systemClock } from '../../core/time.js';
 import { regionByName } from '../../lpwan/lorawan/regions.js';
 import { LorawanProvisioning } from '../../lpwan/provisioning.js';
 import { requireArg, UsageError, type ManagementArgs, type ManagementValues } from '../args.js';
-import { withRegistry } from '../open.js';
+import { withCatalogWrites } from '../open.js';
 
 export const DEVICE_LORAWAN_USAGE = [
   '  device lorawan <DeviceID> abp --devaddr H --nwkskey H --appskey H [--fcnt-up N] [--fcnt-down N] [--deveui H] [--port N]',
@@ -40,8 +40,8 @@ function activationBody(action: 'abp' | 'otaa', values: ManagementValues): Recor
   return body;
 }
 
-export function deviceLorawan({ config, positionals, values, show }: ManagementArgs): number {
-  return withRegistry(config, (registry, store) => {
+export function deviceLorawan({ config, positionals, values, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry, store) => {
     const device = registry.requireDevice(requireArg(positionals, 1, '<DeviceID>'));
     const action = requireArg(positionals, 2, 'abp, otaa, show or delete');
     if (action !== 'show') registry.assertLocallyEditable(device.id);
@@ -49,7 +49,7 @@ export function deviceLorawan({ config, positionals, values, show }: ManagementA
     switch (action) {
       case 'abp':
       case 'otaa': {
-        const view = provisioning.put(device.id, activationBody(action, values));
+        const view = await registry.write(() => provisioning.put(device.id, activationBody(action, values)));
         show(view, () => describe(device.id, view));
         return 0;
       }
@@ -59,7 +59,7 @@ export function deviceLorawan({ config, positionals, values, show }: ManagementA
         return 0;
       }
       case 'delete':
-        provisioning.delete(device.id);
+        await registry.write(() => provisioning.delete(device.id));
         show({ deleted: device.id }, () => `LoRaWAN settings, session and downlink queue of device ${device.id} deleted`);
         return 0;
       default:

@@ -5,7 +5,7 @@ import { SqliteManagedRevisions } from '../../sync/central/ports.js';
 import { systemClock } from '../../core/time.js';
 import { createLogger } from '../../ops/logger.js';
 import type { CliCommand } from '../command.js';
-import { openStore, withRegistry } from '../open.js';
+import { withCatalogWrites, withRegistry } from '../open.js';
 import { latestStates } from '../latest-states.js';
 import { formatTable } from '../table.js';
 import { deviceCodec, DEVICE_CODEC_USAGE } from './device-codec.js';
@@ -30,9 +30,9 @@ export const command: CliCommand = {
     runVerb(managementArgs(args, argv, out), { create: createDevice, list: listDevices, show: showDevice, delete: deleteDevice, token: rotateToken, assign: assignDevice, codec: deviceCodec, redecode: deviceRedecode, lorawan: deviceLorawan }),
 };
 
-function createDevice({ config, values, show }: ManagementArgs): number {
-  return withRegistry(config, (registry) => {
-    const { device, token } = registry.createDevice({ name: values.name ?? 'device', title: values.title, id: values.id, gateway: values.gateway });
+function createDevice({ config, values, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
+    const { device, token } = await registry.write(() => registry.createDevice({ name: values.name ?? 'device', title: values.title, id: values.id, gateway: values.gateway }));
     show({ id: device.id, token }, () => `device ${device.id} created\ntoken: ${token}\n(the token is shown only now; keep it)`);
     return 0;
   });
@@ -67,10 +67,10 @@ async function showDevice({ config, positionals, show }: ManagementArgs): Promis
   return 0;
 }
 
-function deleteDevice({ config, positionals, show }: ManagementArgs): number {
-  return withRegistry(config, (registry) => {
+function deleteDevice({ config, positionals, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
     const id = requireArg(positionals, 1, '<DeviceID>');
-    registry.deleteDevice(id);
+    await registry.write(() => registry.deleteDevice(id));
     show({ deleted: id }, () => `device ${id} deleted`);
     return 0;
   });
@@ -84,11 +84,10 @@ async function assignDevice({ config, positionals, values, show }: ManagementArg
   const id = requireArg(positionals, 1, '<DeviceID>');
   const gatewayId = values.none ? null : (positionals[2] ?? null);
   if (gatewayId === null && !values.none) throw new UsageError('device assign <DeviceID> <GatewayID>, or --none to manage it on no gateway');
-  const store = openStore(config);
-  try {
+  await withCatalogWrites(config, async (registry, store) => {
     const fleet = new FleetConfig({
       store,
-      revisions: new SqliteManagedRevisions(store),
+      revisions: new SqliteManagedRevisions(store, (work) => registry.write(work)),
       clock: systemClock,
       logger: createLogger('silent'),
       limits: config.central,
@@ -97,16 +96,15 @@ async function assignDevice({ config, positionals, values, show }: ManagementArg
       connected: () => false,
     });
     await fleet.assign(id, gatewayId);
-  } finally {
-    store.close();
-  }
+  });
   show({ id, gateway: gatewayId }, () => (gatewayId ? `device ${id} is managed on gateway ${gatewayId}` : `device ${id} is on no gateway`));
   return 0;
 }
 
-function rotateToken({ config, positionals, show }: ManagementArgs): number {
-  return withRegistry(config, (registry) => {
-    const result = registry.rotateDeviceToken(requireArg(positionals, 1, '<DeviceID>'));
+function rotateToken({ config, positionals, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
+    const id = requireArg(positionals, 1, '<DeviceID>');
+    const result = await registry.write(() => registry.rotateDeviceToken(id));
     show({ id: result.tokenId, token: result.token }, () => `new device token: ${result.token}\n(previous device tokens are revoked)`);
     return 0;
   });

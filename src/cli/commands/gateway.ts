@@ -2,7 +2,7 @@ import { systemClock } from '../../core/time.js';
 import { GatewayRegistry, gatewayView } from '../../sync/central/gateway-registry.js';
 import { managementArgs, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
-import { withRegistry } from '../open.js';
+import { withCatalogWrites } from '../open.js';
 import { formatTable } from '../table.js';
 import type { FleetStore } from '../../store/fleet.js';
 
@@ -18,7 +18,7 @@ export const command: CliCommand = {
   ].join('\n'),
   run(args, argv, out) {
     const a = managementArgs(args, argv, out);
-    return withRegistry(a.config, (registry, store, catalog) => {
+    return withCatalogWrites(a.config, (registry, store, catalog) => {
       const gateways = new GatewayRegistry(catalog, registry, store.gateways, systemClock);
       const verbs = {
         create: () => createGateway(a, gateways),
@@ -30,8 +30,8 @@ export const command: CliCommand = {
   },
 };
 
-function createGateway({ values, show }: ManagementArgs, gateways: GatewayRegistry): number {
-  const { gateway, token } = gateways.create({ name: values.name ?? 'gateway' });
+async function createGateway({ values, show }: ManagementArgs, gateways: GatewayRegistry): Promise<number> {
+  const { gateway, token } = await gateways.write(() => gateways.create({ name: values.name ?? 'gateway' }));
   show({ id: gateway.id, token }, () => `gateway ${gateway.id} created\ntoken: ${token}\n(the token is shown only now; put both in the gateway's upstream config)`);
   return 0;
 }
@@ -46,10 +46,10 @@ function listGateways({ show }: ManagementArgs, gateways: GatewayRegistry, fleet
   return 0;
 }
 
-function deleteGateway({ positionals, show }: ManagementArgs, gateways: GatewayRegistry): number {
+async function deleteGateway({ positionals, show }: ManagementArgs, gateways: GatewayRegistry): Promise<number> {
   const id = positionals[1];
   if (!id) throw new UsageError('missing <GatewayID>');
-  gateways.delete(id);
+  await gateways.write(() => gateways.delete(id));
   show({ deleted: id }, () => `gateway ${id} deleted (its token is revoked; its devices stay)`);
   return 0;
 }

@@ -41,17 +41,16 @@ export const command: CliCommand = {
 };
 
 /**
- * Every catalog row of the SQLite file through the node's replica (the same path a running node
- * uses), then the history in chunks; states PostgreSQL already holds are skipped by its unique
+ * Every catalog row of the SQLite file into PostgreSQL's catalog (under the catalog lock, as any
+ * write of a running node), then the history in chunks; states PostgreSQL already holds are skipped by its unique
  * index, so a copy that was interrupted can simply run again.
  */
 async function copySqliteCentral(config: ReturnType<typeof loadConfig>, db: import('../../scale-out/postgres.js').CentralDatabase) {
   const [{ CatalogReplica }, { PostgresStates }] = await Promise.all([import('../../scale-out/catalog-replica.js'), import('../../scale-out/pg-states.js')]);
   const store = openStore(config);
-  const replica = new CatalogReplica({ path: store.path, pg: db, logger: createLogger('silent') });
+  const replica = new CatalogReplica({ store, pg: db, logger: createLogger('silent') });
   try {
-    const catalogRows = replica.logEverything();
-    await replica.push();
+    const catalogRows = await replica.copyAll();
     const states = new PostgresStates(db, replica.node, { deviceOf: (assetId) => store.assets.byId(assetId)?.deviceId });
     let copied = 0;
     for (const chunk of store.states.allStatesInChunks(5000)) {

@@ -1,7 +1,7 @@
 import { tokenView } from '../../registry/views.js';
 import { managementArgs, requireArg, runVerb, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
-import { withRegistry } from '../open.js';
+import { withCatalogWrites, withRegistry } from '../open.js';
 import { formatTable } from '../table.js';
 
 /** `outpost token create|list|revoke`: application tokens (and revoking any token). */
@@ -10,9 +10,9 @@ export const command: CliCommand = {
   run: (args, argv, out) => runVerb(managementArgs(args, argv, out), { create: createToken, list: listTokens, revoke: revokeToken }),
 };
 
-function createToken({ config, values, show }: ManagementArgs): number {
-  return withRegistry(config, (registry) => {
-    const { token, secret } = registry.createAppToken({ name: values.name, scopes: values.scopes });
+function createToken({ config, values, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
+    const { token, secret } = await registry.write(() => registry.createAppToken({ name: values.name, scopes: values.scopes }));
     show({ id: token.id, token: secret }, () => `token ${token.id} created with scopes ${token.scopes.join(',')}\ntoken: ${secret}\n(the token is shown only now; keep it)`);
     return 0;
   });
@@ -26,10 +26,10 @@ function listTokens({ config, show }: ManagementArgs): number {
   });
 }
 
-function revokeToken({ config, positionals, show }: ManagementArgs): number {
-  return withRegistry(config, (registry) => {
+function revokeToken({ config, positionals, show }: ManagementArgs): Promise<number> {
+  return withCatalogWrites(config, async (registry) => {
     const id = requireArg(positionals, 1, '<TokenID>');
-    registry.revokeToken(id);
+    await registry.write(() => registry.revokeToken(id));
     show({ revoked: id }, () => `token ${id} revoked`);
     return 0;
   });

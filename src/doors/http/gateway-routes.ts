@@ -34,7 +34,8 @@ export function gatewayRoutes(
         },
         POST: async (ctx) => {
           requireAdmin(ctx);
-          const { gateway, token, tokenId } = gateways.create(await ctx.body());
+          const body = await ctx.body();
+          const { gateway, token, tokenId } = await gateways.write(() => gateways.create(body));
           return { status: 201, body: { ...(await view(gateway.id)), token, tokenId }, headers: { location: `/gateway/${gateway.id}` } };
         },
       },
@@ -46,9 +47,9 @@ export function gatewayRoutes(
           requireAdmin(ctx);
           return { status: 200, body: await view(ctx.params.gatewayId!) };
         },
-        DELETE: (ctx) => {
+        DELETE: async (ctx) => {
           requireAdmin(ctx);
-          gateways.delete(ctx.params.gatewayId!);
+          await gateways.write(() => gateways.delete(ctx.params.gatewayId!));
           deleted(ctx.params.gatewayId!);
           return { status: 204 };
         },

@@ -21,6 +21,12 @@ export interface GatewaySessions {
    * (docs/scale-out.md): their PUBACK waits for it. Absent on one machine.
    */
   shared?(): Promise<void>;
+  /**
+   * Settles once the gateway's catalog messages taken so far are written, or undefined when none is
+   * being written: its states wait for it (several central nodes write the catalog to PostgreSQL
+   * first, and a state must not find its device missing because its catalog message is on the way).
+   */
+  writing?(gatewayId: string): Promise<void> | undefined;
   /** The gateway subscribed: commands kept while it was offline go out now. */
   subscribed(principal: Principal): void;
 }

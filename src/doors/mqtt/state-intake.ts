@@ -75,7 +75,10 @@ export class StateIntake {
    * backlog drain must not be throttled into loss). One of another gateway's devices is
    * acknowledged and reported on the gateway's errors topic, so the link keeps draining.
    */
-  #fromGateway(client: Client, principal: Principal, packet: PublishPacket, topic: StateTopic, done: PublishCallback): void {
+  #fromGateway(client: Client, principal: Principal, packet: PublishPacket, topic: StateTopic, done: PublishCallback, waited = false): void {
+    // Once only, so states that waited keep their order among themselves.
+    const writing = waited ? undefined : this.#deps.gateways!.writing?.(principal.gatewayId!);
+    if (writing) return void writing.then(() => this.#fromGateway(client, principal, packet, topic, done, true));
     const deviceId = topic.kind === 'asset-state-by-id' ? this.#deps.catalog.assetById(topic.assetId)?.deviceId : topic.deviceId;
     if (!deviceId || !this.#deps.gateways!.mayPublishState(principal, deviceId, packet.topic)) return done(null);
     const payload = payloadBytes(packet.payload);

@@ -39,10 +39,14 @@ export class CatalogIntake {
     this.#clock = clock;
   }
 
-  /** Applies one catalog message; a refusal is returned (and nothing changed), never thrown. */
-  apply(gatewayId: string, deviceId: string, payload: Buffer): ServiceError | undefined {
+  /**
+   * Applies one catalog message; a refusal is resolved (and nothing changed), never thrown. On a
+   * central on PostgreSQL the change is committed there first (Registry.write); a refusal
+   * STORE_UNAVAILABLE means it was not, and the message is to be tried again.
+   */
+  async apply(gatewayId: string, deviceId: string, payload: Buffer): Promise<ServiceError | undefined> {
     try {
-      this.#store.transaction(() => this.#apply(gatewayId, deviceId, payload));
+      await this.#registry.write(() => this.#store.transaction(() => this.#apply(gatewayId, deviceId, payload)));
       return undefined;
     } catch (err) {
       this.#catalog.invalidate();

@@ -77,16 +77,20 @@ export class FleetConfig {
    */
   async assign(deviceId: string, gatewayId: string | null): Promise<void> {
     const { store, limits, revisions } = this.#deps;
-    const device = store.devices.get(deviceId);
-    if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
-    if (gatewayId !== null) {
+    // Checked now for a quick answer, and again within the write: on several central nodes that is
+    // where the limit holds across them (docs/scale-out.md).
+    const check = () => {
+      const device = store.devices.get(deviceId);
+      if (!device) throw new ServiceError('DEVICE_NOT_FOUND', `device ${deviceId} not found`);
+      if (gatewayId === null) return;
       if (!ID_PATTERN.test(gatewayId) || !store.gateways.get(gatewayId)) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${gatewayId} not found`);
       if (device.gatewayId !== gatewayId && store.gateways.deviceCount(gatewayId) >= limits.devicesPerGateway) {
         throw new ServiceError('GATEWAY_DEVICE_LIMIT', `gateway ${gatewayId} already has ${limits.devicesPerGateway} devices (central.devicesPerGateway)`);
       }
-    }
+    };
+    check();
     const before = (await revisions.managed([deviceId])).get(deviceId) ?? null;
-    await revisions.assign(deviceId, gatewayId);
+    await revisions.assign(deviceId, gatewayId, check);
     // Computed now, not on the next turn: the CLI calls this in a short-lived process of its own.
     await this.#refresh([deviceId]);
     if (before !== null && before !== gatewayId) await this.#offer(before);

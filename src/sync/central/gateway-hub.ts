@@ -41,8 +41,14 @@ export class GatewayHub implements GatewaySessions, CommandSink {
   readonly #sessions = new Map<string, Set<Client>>();
   readonly #presence: GatewayPresence;
   readonly #commands: PendingCommands;
-  /** Several central nodes (docs/scale-out.md): settles once this node's catalog changes reached the others. */
+  /**
+   * Several central nodes (docs/scale-out.md): settles once what the gateways' messages changed is
+   * committed in PostgreSQL (their PUBACK waits for it). Unset on one machine, where the change is
+   * committed before `publish` returns.
+   */
   shared: (() => Promise<void>) | undefined;
+  /** Per gateway, its catalog and fleet messages being written, in the order they came. */
+  readonly #writing = new Map<string, Promise<void>>();
   /** Provisioning down; set once the composition built it (it publishes through this hub). */
   fleet: FleetConfig | undefined;
   #publish: ServicePublish = () => {};
@@ -159,26 +165,62 @@ export class GatewayHub implements GatewaySessions, CommandSink {
       return undefined;
     }
     if (parsed.kind === 'catalog') {
-      const refusal = this.#intake.apply(gatewayId, parsed.deviceId, payload);
-      if (refusal) this.#reportError(gatewayId, topic, refusal.code, refusal.message);
+      const deviceId = parsed.deviceId;
+      this.#inOrder(gatewayId, topic, async () => {
+        const refusal = await this.#intake.apply(gatewayId, deviceId, payload);
+        if (refusal) throw refusal;
+      });
       return undefined;
     }
     if (parsed.kind === 'config-applied' || parsed.kind === 'lorawan-counters') {
       const fleet = this.fleet;
       if (!fleet) return 'no fleet at this instance';
-      let work: Promise<void>;
-      try {
-        work = parsed.kind === 'config-applied' ? fleet.applied(gatewayId, parseAppliedRevisions(payload)) : fleet.counters(gatewayId, parsed.deviceId, parseLorawanCounters(payload));
-      } catch (err) {
-        work = Promise.reject(err);
-      }
-      work.catch((err) => {
-        if (isServiceError(err)) this.#reportError(gatewayId, topic, err.code, err.message);
-        else this.#logger.error({ err, gatewayId, topic }, 'fleet message failed');
-      });
+      this.#inOrder(gatewayId, topic, () =>
+        parsed.kind === 'config-applied' ? fleet.applied(gatewayId, parseAppliedRevisions(payload)) : fleet.counters(gatewayId, parsed.deviceId, parseLorawanCounters(payload)),
+      );
       return undefined;
     }
     return 'no such gateway topic';
+  }
+
+  /**
+   * Runs a gateway's message's write after its earlier ones. A refusal goes to its errors topic;
+   * STORE_UNAVAILABLE (PostgreSQL away, several nodes) is no refusal: the write is tried again
+   * every second, and the PUBACK (`settled`) waits, so the gateway keeps the message.
+   */
+  #inOrder(gatewayId: string, topic: string, work: () => Promise<void>): void {
+    const attempt = async (): Promise<void> => {
+      for (;;) {
+        try {
+          return await work();
+        } catch (err) {
+          if (isServiceError(err) && err.code === 'STORE_UNAVAILABLE') {
+            await new Promise((resolve) => setTimeout(resolve, 1000).unref());
+            continue;
+          }
+          if (isServiceError(err)) this.#reportError(gatewayId, topic, err.code, err.message);
+          else this.#logger.error({ err, gatewayId, topic }, 'gateway message failed');
+          return;
+        }
+      }
+    };
+    // Nothing before it: started now, so on one machine the change is made before `publish`
+    // returns (the gateway's next packet, a state of that device, may be handled in the same turn).
+    const before = this.#writing.get(gatewayId);
+    const next = before ? before.then(attempt) : attempt();
+    this.#writing.set(gatewayId, next);
+    void next.finally(() => {
+      if (this.#writing.get(gatewayId) === next) this.#writing.delete(gatewayId);
+    });
+  }
+
+  writing(gatewayId: string): Promise<void> | undefined {
+    return this.#writing.get(gatewayId);
+  }
+
+  /** Settles once the gateways' messages taken so far are written (or refused). */
+  settled(): Promise<void> {
+    return Promise.all(this.#writing.values()).then(() => {});
   }
 
   /**

@@ -51,6 +51,11 @@ export class GatewayRegistry {
     return created;
   }
 
+  /** A write of the catalog (see Registry.write): answered once it is durable, its events after. */
+  write<T>(work: () => T): Promise<T> {
+    return this.#registry.write(work);
+  }
+
   require(id: string): GatewayRecord {
     const gateway = this.store.get(id);
     if (!gateway) throw new ServiceError('GATEWAY_NOT_FOUND', `gateway ${id} not found`);

@@ -35,8 +35,11 @@ export interface ManagedRevisions {
   /** Of these devices, those managed for a gateway now (device → gateway). */
   managed(deviceIds: readonly string[]): Promise<Map<string, string>>;
   liveDeviceIds(): Promise<string[]>;
-  /** Managed for this gateway from now on (null: for none); the gateway it leaves gets a removal. Sets the device's gateway. */
-  assign(deviceId: string, gatewayId: string | null): Promise<void>;
+  /**
+   * Managed for this gateway from now on (null: for none); the gateway it leaves gets a removal. Sets
+   * the device's gateway. `check` runs first, in the same write (a limit decided with the write).
+   */
+  assign(deviceId: string, gatewayId: string | null, check?: () => void): Promise<void>;
   /** New definitions: a new revision for each that differs (a removal for a device gone); returns the gateways with something new. */
   update(changes: readonly DefinitionChange[]): Promise<Set<string>>;
   /** What the gateway has yet to apply, oldest revision first. */
@@ -51,19 +54,29 @@ export interface ChangeFeed {
   subscribe(listener: () => void): () => void;
 }
 
+/**
+ * Runs a synchronous write of the catalog tables (Registry.write): at once on one machine; on a
+ * central on PostgreSQL, committed there first (docs/scale-out.md).
+ */
+export type CatalogWrite = <T>(work: () => T) => Promise<T>;
+
+const writeNow: CatalogWrite = async (work) => work();
+
 export class SqliteGatewayPresence implements GatewayPresence {
   readonly #gateways: GatewayStore;
+  readonly #write: CatalogWrite;
 
-  constructor(gateways: GatewayStore) {
+  constructor(gateways: GatewayStore, write: CatalogWrite = writeNow) {
     this.#gateways = gateways;
+    this.#write = write;
   }
 
   async opened(gatewayId: string, at: number): Promise<void> {
-    this.#gateways.touch(gatewayId, at);
+    await this.#write(() => this.#gateways.touch(gatewayId, at));
   }
 
   async closed(gatewayId: string, at: number): Promise<void> {
-    this.#gateways.touch(gatewayId, at);
+    await this.#write(() => this.#gateways.touch(gatewayId, at));
   }
 }
 
@@ -86,10 +99,12 @@ export class SqlitePendingCommands implements PendingCommands {
 export class SqliteManagedRevisions implements ManagedRevisions {
   readonly #fleet: FleetStore;
   readonly #store: Pick<Store, 'transaction'>;
+  readonly #write: CatalogWrite;
 
-  constructor(store: Pick<Store, 'fleet' | 'transaction'>) {
+  constructor(store: Pick<Store, 'fleet' | 'transaction'>, write: CatalogWrite = writeNow) {
     this.#fleet = store.fleet;
     this.#store = store;
+    this.#write = write;
   }
 
   async managed(deviceIds: readonly string[]): Promise<Map<string, string>> {
@@ -105,14 +120,17 @@ export class SqliteManagedRevisions implements ManagedRevisions {
     return this.#fleet.liveDeviceIds();
   }
 
-  async assign(deviceId: string, gatewayId: string | null): Promise<void> {
-    this.#fleet.assign(deviceId, gatewayId);
+  async assign(deviceId: string, gatewayId: string | null, check?: () => void): Promise<void> {
+    await this.#write(() => {
+      check?.();
+      this.#fleet.assign(deviceId, gatewayId);
+    });
   }
 
   /** In one transaction: one commit for a burst of changes, not one per device. */
   async update(changes: readonly DefinitionChange[]): Promise<Set<string>> {
     const gateways = new Set<string>();
-    this.#store.transaction(() => {
+    await this.#write(() => this.#store.transaction(() => {
       for (const { deviceId, content } of changes) {
         const row = this.#fleet.live(deviceId);
         if (!row) continue;
@@ -123,7 +141,7 @@ export class SqliteManagedRevisions implements ManagedRevisions {
           gateways.add(row.gatewayId);
         }
       }
-    });
+    }));
     return gateways;
   }
 
@@ -136,11 +154,11 @@ export class SqliteManagedRevisions implements ManagedRevisions {
   }
 
   async recordApplied(gatewayId: string, revisions: AppliedRevisions, at: number): Promise<void> {
-    this.#fleet.applied(gatewayId, revisions, at);
+    await this.#write(() => this.#fleet.applied(gatewayId, revisions, at));
   }
 
   async recordCounters(deviceId: string, counters: LorawanCounters): Promise<void> {
-    this.#fleet.recordLorawanCounters(deviceId, counters.fCntUp, counters.fCntDown);
+    await this.#write(() => this.#fleet.recordLorawanCounters(deviceId, counters.fCntUp, counters.fCntDown));
   }
 }
 

@@ -19,7 +19,8 @@ export function assetRoutes(deps: ApiDeps): Route[] {
         },
         POST: async (ctx) => {
           const device = manageableDevice(deps, ctx);
-          const asset = registry.createAsset(device.id, await ctx.body());
+          const body = await ctx.body();
+          const asset = await registry.write(() => registry.createAsset(device.id, body));
           return {
             status: 201,
             body: await readAssetView(asset, deps.states),
@@ -34,12 +35,13 @@ export function assetRoutes(deps: ApiDeps): Route[] {
         GET: async (ctx) => ({ status: 200, body: await readAssetView(readableAsset(deps, ctx), deps.states) }),
         PUT: async (ctx) => {
           const device = manageableDevice(deps, ctx);
-          const { asset, created } = registry.upsertAsset(device.id, ctx.params.name!, await ctx.body());
+          const body = await ctx.body();
+          const { asset, created } = await registry.write(() => registry.upsertAsset(device.id, ctx.params.name!, body));
           return { status: created ? 201 : 200, body: await readAssetView(asset, deps.states) };
         },
-        DELETE: (ctx) => {
+        DELETE: async (ctx) => {
           const device = manageableDevice(deps, ctx);
-          registry.deleteAsset(device.id, ctx.params.name!);
+          await registry.write(() => registry.deleteAsset(device.id, ctx.params.name!));
           return { status: 204 };
         },
       },

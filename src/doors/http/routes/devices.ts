@@ -24,11 +24,12 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
         },
         PUT: async (ctx) => {
           requireAdmin(ctx);
-          return { status: 200, body: await readDeviceWithAssetsView(registry.updateDevice(ctx.params.deviceId!, await ctx.body()), store, deps.states) };
+          const body = await ctx.body();
+          return { status: 200, body: await readDeviceWithAssetsView(await registry.write(() => registry.updateDevice(ctx.params.deviceId!, body)), store, deps.states) };
         },
-        DELETE: (ctx) => {
+        DELETE: async (ctx) => {
           requireAdmin(ctx);
-          registry.deleteDevice(ctx.params.deviceId!);
+          await registry.write(() => registry.deleteDevice(ctx.params.deviceId!));
           return { status: 204 };
         },
       },
@@ -36,9 +37,9 @@ export function deviceRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/device/:deviceId/token',
       methods: {
-        POST: (ctx) => {
+        POST: async (ctx) => {
           requireAdmin(ctx);
-          const { tokenId, token } = registry.rotateDeviceToken(ctx.params.deviceId!);
+          const { tokenId, token } = await registry.write(() => registry.rotateDeviceToken(ctx.params.deviceId!));
           return { status: 201, body: { id: tokenId, token } };
         },
       },
@@ -86,6 +87,7 @@ function managedState(deps: ApiDeps, deviceId: string) {
 
 async function createDevice(deps: ApiDeps, ctx: RequestContext) {
   requireAdmin(ctx);
-  const { device, token, tokenId } = deps.registry.createDevice(await ctx.body());
+  const body = await ctx.body();
+  const { device, token, tokenId } = await deps.registry.write(() => deps.registry.createDevice(body));
   return { status: 201, body: { ...(await readDeviceWithAssetsView(device, deps.store, deps.states)), token, tokenId }, headers: { location: `/device/${device.id}` } };
 }

@@ -24,13 +24,16 @@ export function lorawanRoutes(deps: ApiDeps): Route[] {
         PUT: async (ctx) => {
           const device = adminDevice(deps, ctx);
           deps.registry.assertLocallyEditable(device.id);
-          return { status: 200, body: requireLorawan().put(device.id, await ctx.body(['json'])) };
+          const body = await ctx.body(['json']);
+          const lorawan = requireLorawan();
+          return { status: 200, body: await deps.registry.write(() => lorawan.put(device.id, body)) };
         },
-        DELETE: (ctx) => {
+        DELETE: async (ctx) => {
           requireAdmin(ctx);
           const device = deps.registry.requireDevice(ctx.params.deviceId!);
           deps.registry.assertLocallyEditable(device.id);
-          requireLorawan().delete(device.id);
+          const lorawan = requireLorawan();
+          await deps.registry.write(() => lorawan.delete(device.id));
           return { status: 204 };
         },
       },

@@ -16,7 +16,8 @@ export function tokenRoutes(deps: ApiDeps): Route[] {
         },
         POST: async (ctx) => {
           requireAdmin(ctx);
-          const { token, secret } = registry.createAppToken(await ctx.body());
+          const body = await ctx.body();
+          const { token, secret } = await registry.write(() => registry.createAppToken(body));
           return { status: 201, body: { ...tokenView(token), token: secret } };
         },
       },
@@ -24,9 +25,9 @@ export function tokenRoutes(deps: ApiDeps): Route[] {
     {
       pattern: '/tokens/:tokenId',
       methods: {
-        DELETE: (ctx) => {
+        DELETE: async (ctx) => {
           requireAdmin(ctx);
-          registry.revokeToken(ctx.params.tokenId!);
+          await registry.write(() => registry.revokeToken(ctx.params.tokenId!));
           return { status: 204 };
         },
       },
