@@ -94,7 +94,10 @@ test('Class C: a confirmed downlink the next uplink does not acknowledge goes ag
   const r = await startRig({ classC: { ackTimeoutS: 30, retries: 2 } });
   try {
     await r.lorawan(ABP_C);
-    await r.uplink(KEYS, { fCnt: 0 }, { tmst: 1_000_000 });
+    // Confirmed, so its answer (the ACK) is seen to go before the command is made: an answer still
+    // waiting for its commit would carry the command in RX1 instead.
+    await r.uplink(KEYS, { fCnt: 0, confirmed: true }, { tmst: 1_000_000 });
+    await until(() => r.fwd.pullResps().length === 1, 'the ACK of the first uplink');
     const res = await api(r.daemon.url, 'PUT', `/device/${r.deviceId}/asset/led/command`, { token: r.app, json: { value: true, meta: { confirmed: true } } });
     assert.equal(res.status, 202);
     const sent = await r.event((e) => e.type === 'downlink' && e.status === 'sent' && e.window === 'rx2c');

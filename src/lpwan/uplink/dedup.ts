@@ -35,6 +35,15 @@ function better(a: RadioFrame, b: RadioFrame): boolean {
  */
 export class UplinkDeduplicator {
   readonly #collecting = new Map<string, Collecting>();
+  /**
+   * Keys of frames already handed on, with when they are forgotten (performance.now()): a late copy
+   * within one window is still recognised as one. Kept in two generations swapped every window, so
+   * one timer serves them all instead of one per uplink (with a single gateway every uplink is
+   * handed on at once and only remembered).
+   */
+  #handedOn = new Map<string, number>();
+  #handedOnBefore = new Map<string, number>();
+  #generationTimer: NodeJS.Timeout | undefined;
   readonly #windowMs: number;
   readonly #expectedCopies: () => number;
   readonly #emit: (merged: MergedUplink) => void;
@@ -47,9 +56,11 @@ export class UplinkDeduplicator {
 
   /** False when the frame is a copy from a receiver that already delivered it (a repeated datagram) or a straggler. */
   offer(frame: RadioFrame, source: RadioSource): boolean {
-    const key = frame.payload.toString('base64');
+    // latin1: one character per byte, the cheapest string a Buffer becomes.
+    const key = frame.payload.toString('latin1');
     const entry = this.#collecting.get(key);
     if (!entry) {
+      if (this.#recentlyHandedOn(key)) return false;
       if (this.#windowMs === 0 || this.#expectedCopies() <= 1) {
         this.#finish([{ frame, source }]);
         if (this.#windowMs > 0) this.#remember(key);
@@ -60,8 +71,8 @@ export class UplinkDeduplicator {
       this.#collecting.set(key, { copies: [{ frame, source }], timer });
       return true;
     }
-    // Already handed on: later copies within the window are stragglers of the same uplink.
-    if (entry.copies.length === 0 || entry.copies.some((c) => c.frame.source === frame.source)) return false;
+    // A second copy from the same receiver is a repeated datagram.
+    if (entry.copies.some((c) => c.frame.source === frame.source)) return false;
     entry.copies.push({ frame, source });
     if (entry.copies.length >= this.#expectedCopies()) {
       clearTimeout(entry.timer);
@@ -73,11 +84,26 @@ export class UplinkDeduplicator {
     return true;
   }
 
-  /** Keeps the key (with no copies) for one window so a late copy is still recognised as one. */
+  #recentlyHandedOn(key: string): boolean {
+    const until = this.#handedOn.get(key) ?? this.#handedOnBefore.get(key);
+    return until !== undefined && performance.now() < until;
+  }
+
+  /** Keeps the key of a frame handed on for one window so a late copy is still recognised as one. */
   #remember(key: string): void {
-    const timer = setTimeout(() => this.#collecting.delete(key), this.#windowMs);
-    timer.unref();
-    this.#collecting.set(key, { copies: [], timer });
+    this.#handedOn.set(key, performance.now() + this.#windowMs);
+    if (this.#generationTimer) return;
+    this.#generationTimer = setInterval(() => {
+      if (this.#handedOn.size === 0 && this.#handedOnBefore.size === 0) {
+        // Nothing to forget: no timer while the radio is quiet.
+        clearInterval(this.#generationTimer);
+        this.#generationTimer = undefined;
+        return;
+      }
+      this.#handedOnBefore = this.#handedOn;
+      this.#handedOn = new Map();
+    }, this.#windowMs);
+    this.#generationTimer.unref();
   }
 
   #close(key: string): void {
@@ -112,5 +138,7 @@ export class UplinkDeduplicator {
       clearTimeout(entry.timer);
       this.#close(key);
     }
+    clearInterval(this.#generationTimer);
+    this.#generationTimer = undefined;
   }
 }
