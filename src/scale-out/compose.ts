@@ -35,6 +35,9 @@ export function scaleOutParts(core: Core) {
   core.metrics.counterFrom('outpost_catalog_rows_applied_total', "Catalog rows applied to this node's cache from PostgreSQL (its own writes' and other nodes')", () => replica.figures.pulled);
   core.metrics.counterFrom('outpost_catalog_writes_refused_total', 'Catalog writes refused (503) because PostgreSQL did not answer', () => replica.figures.refused);
   const pgPresence = new PostgresGatewayPresence(db, replica.node);
+  // Assets whose states this node took since the last retention run: it trims them to limits.historyPerAsset.
+  const touched = new Set<string>();
+  core.pipeline.on('state', (event) => touched.add(event.asset.id));
   return {
     db,
     replica,
@@ -57,8 +60,19 @@ export function scaleOutParts(core: Core) {
         partitions: states.partitions,
         logger: core.logger,
         keptFor,
-        // historyDays read per run: a reload changes it.
-        retention: { historyDays: () => core.config.limits.historyDays, intervalSeconds: core.config.store.pruneIntervalSeconds, now: () => core.clock.now() },
+        // Limits read per run: a reload changes them.
+        retention: {
+          historyDays: () => core.config.limits.historyDays,
+          historyPerAsset: () => core.config.limits.historyPerAsset,
+          intervalSeconds: core.config.store.pruneIntervalSeconds,
+          now: () => core.clock.now(),
+          touchedAssets: () => {
+            const ids = [...touched];
+            touched.clear();
+            return ids;
+          },
+          touch: (assetId) => void touched.add(assetId),
+        },
       }),
   };
 }

@@ -12,7 +12,7 @@ const CHUNK = 10_000;
  * partitions (no row-by-row delete, no table bloat), then the rows older than it in the month
  * that straddles it go in chunks. The months ahead are created on the way. Nodes doing it at once
  * take turns on the partitions (an advisory lock) and delete disjoint rows. Latest states stay, as
- * on SQLite; limits.historyPerAsset is not applied to PostgreSQL.
+ * on SQLite; limits.historyPerAsset: see pruneByCount.
  */
 export async function pruneHistory(db: CentralDatabase, partitions: StatePartitions, historyDays: number, now: number, logger: Logger): Promise<{ dropped: string[]; removed: number }> {
   await partitions.ensureAhead(now);
@@ -33,4 +33,21 @@ export async function pruneHistory(db: CentralDatabase, partitions: StatePartiti
   }
   if (dropped.length > 0 || removed > 0) logger.debug({ dropped, removed }, 'postgres history pruned');
   return { dropped, removed };
+}
+
+/**
+ * limits.historyPerAsset in PostgreSQL, as on SQLite (ops/retention.ts): each asset that received
+ * states since the last run keeps its newest `keep`; every node trims the assets whose states it
+ * took. The edge is found by the unique index, newest first; the delete is a range of it.
+ */
+export async function pruneByCount(db: CentralDatabase, assetIds: Iterable<string>, keep: number): Promise<number> {
+  let removed = 0;
+  for (const assetId of assetIds) {
+    const edge = await db.query<{ at: string; id: string }>('SELECT at, id FROM states WHERE asset_id = $1 ORDER BY at DESC, id DESC OFFSET $2 LIMIT 1', [assetId, keep]);
+    const row = edge.rows[0];
+    if (!row) continue;
+    const r = await db.query('DELETE FROM states WHERE asset_id = $1 AND (at < $2 OR (at = $2 AND id <= $3))', [assetId, row.at, row.id]);
+    removed += r.rowCount ?? 0;
+  }
+  return removed;
 }

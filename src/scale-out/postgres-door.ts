@@ -6,8 +6,19 @@ import { isConnectionFailure, type CentralDatabase } from './postgres.js';
 import { migratePostgres } from './schema.js';
 import type { CatalogReplica } from './catalog-replica.js';
 import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
-import { pruneHistory } from './pg-retention.js';
+import { pruneByCount, pruneHistory } from './pg-retention.js';
 import type { StatePartitions } from './pg-partitions.js';
+
+/** limits.historyDays and historyPerAsset (read per run: a reload changes them), the assets this node took states for since the last run. */
+export interface Retention {
+  historyDays: () => number;
+  historyPerAsset: () => number;
+  intervalSeconds: number;
+  now: () => number;
+  /** Takes the assets touched since the last call. */
+  touchedAssets: () => string[];
+  touch: (assetId: string) => void;
+}
 
 /**
  * PostgreSQL as a door of a central node (docs/scale-out.md): listed first, so the schema is
@@ -23,7 +34,7 @@ export class PostgresDoor implements Door {
   readonly #keptFor: (gatewayId: string) => void;
   readonly #presence: PostgresGatewayPresence;
   readonly #partitions: StatePartitions;
-  readonly #retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
+  readonly #retention: Retention;
   #pruneTimer: NodeJS.Timeout | undefined;
   #listener: pg.Client | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -37,7 +48,7 @@ export class PostgresDoor implements Door {
     partitions: StatePartitions;
     logger: Logger;
     keptFor: (gatewayId: string) => void;
-    retention: { historyDays: () => number; intervalSeconds: number; now: () => number };
+    retention: Retention;
   }) {
     this.#presence = deps.presence;
     this.#partitions = deps.partitions;
@@ -60,18 +71,31 @@ export class PostgresDoor implements Door {
     const { from, to } = migrated;
     this.schemaVersion = to;
     if (from !== to) this.#logger.info({ from, to }, 'postgres schema migrated');
-    const { historyDays, intervalSeconds, now } = this.#retention;
+    const { intervalSeconds, now } = this.#retention;
     // This month's and the next one's partitions before any state is taken.
     await this.#partitions.ensureAhead(now());
     await this.#replica.start();
     await this.#listen();
     this.#presence.start();
-    this.#pruneTimer = setInterval(() => {
-      pruneHistory(this.#db, this.#partitions, historyDays(), now(), this.#logger).catch((err) => this.#logger.warn({ err: (err as Error).message }, 'postgres history pruning failed; will retry'));
-    }, intervalSeconds * 1000).unref();
+    this.#pruneTimer = setInterval(() => void this.#prune(), intervalSeconds * 1000).unref();
     // Keeps health honest when nothing is written, and brings the listener back after an outage.
     this.#timer = setInterval(() => void this.#probe(), 2000).unref();
     return {};
+  }
+
+  /** By age (whole months, then the straddling one), then by count for the assets this node took states for. */
+  async #prune(): Promise<void> {
+    const { historyDays, historyPerAsset, touchedAssets, now } = this.#retention;
+    const touched = touchedAssets();
+    try {
+      await pruneHistory(this.#db, this.#partitions, historyDays(), now(), this.#logger);
+      const removed = await pruneByCount(this.#db, touched, historyPerAsset());
+      if (removed > 0) this.#logger.debug({ removed }, 'postgres history trimmed to limits.historyPerAsset');
+    } catch (err) {
+      // The assets are trimmed at the next run instead.
+      for (const id of touched) this.#retention.touch(id);
+      this.#logger.warn({ err: (err as Error).message }, 'postgres history pruning failed; will retry');
+    }
   }
 
   async #probe(): Promise<void> {

@@ -2,7 +2,8 @@
 // that partitions an existing `states` table by month keeps its rows, ids and once-only rule;
 // pages walk across a month boundary with the same answers as SQLite's StateStore; a month with no
 // partition gets one when a state needs it; retention drops whole old months and prunes the one
-// that straddles the limit; a deleted device or asset takes its states with it.
+// that straddles the limit, limits.historyPerAsset keeps the newest N as on SQLite; a deleted
+// device or asset takes its states with it.
 import { test } from 'node:test';
 import pg_ from 'pg';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/scale-out/sc
 import { PostgresStateDeletions, PostgresStates } from '../../src/scale-out/pg-states.js';
 import { PostgresStateReads } from '../../src/scale-out/pg-state-reads.js';
 import { StatePartitions, monthOf } from '../../src/scale-out/pg-partitions.js';
-import { pruneHistory } from '../../src/scale-out/pg-retention.js';
+import { pruneByCount, pruneHistory } from '../../src/scale-out/pg-retention.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Store } from '../../src/store/store.js';
 import { decodeHistoryCursor, type HistoryQuery, type StoredState } from '../../src/store/states.js';
@@ -158,6 +159,34 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       assert.deepEqual(twice.map((s) => s.duplicate === true), [false, true]);
     } finally {
       await held.end().catch(() => {});
+      await db.close();
+    }
+  });
+
+  await t.test('limits.historyPerAsset: an asset keeps its newest N states, the same ones as on SQLite', async () => {
+    const url = await pg.createDatabase();
+    const db = new CentralDatabase(url);
+    const dir = tempDataDir();
+    const sqlite = Store.open(dir, {});
+    try {
+      await migratePostgres(db);
+      const a1 = seedAsset(sqlite);
+      const writer = new PostgresStates(db, 'n1');
+      // Ties on `at` at the edge, across a month boundary.
+      const ats = [NOV_1 - 3, NOV_1 - 2, NOV_1 - 1, NOV_1 - 1, NOV_1 - 1, NOV_1, NOV_1 + 1, NOV_1 - 5];
+      for (const [i, at] of ats.entries()) {
+        const s = (): StoredState[] => [{ assetId: a1, at, valueJson: String(i), receivedAt: i }];
+        await writer.write(s());
+        sqlite.states.write(s());
+      }
+      assert.equal(await pruneByCount(db, [a1, 'no-such-asset'], 4), 4);
+      assert.equal(sqlite.states.prune(-8.64e15, [a1], 4), 4);
+      const reads = new PostgresStateReads(db);
+      assert.deepEqual(await reads.history(a1, { limit: 100 }), sqlite.states.history(a1, { limit: 100 }));
+      assert.deepEqual((await reads.history(a1, { limit: 100 })).data.map((s) => s.valueJson), ['6', '5', '4', '3']);
+    } finally {
+      sqlite.close();
+      removeDir(dir);
       await db.close();
     }
   });

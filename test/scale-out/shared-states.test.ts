@@ -5,6 +5,7 @@
 // the CLI's views at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
@@ -37,7 +38,7 @@ async function allPages(node: RunningDaemon, token: string, path: string, limit:
 test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t) => {
   const pg = await startPostgres();
   const url = await pg.createDatabase();
-  const dirs = { a: tempDataDir(), b: tempDataDir(), fresh: tempDataDir() };
+  const dirs = { a: tempDataDir(), b: tempDataDir(), fresh: tempDataDir(), trim: tempDataDir() };
   const env = { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: url, OUTPOST_RATE_LIMIT: '0' };
   const a = await startDaemon({ dataDir: dirs.a, env });
   let b = await startDaemon({ dataDir: dirs.b, env });
@@ -46,7 +47,7 @@ test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t
     await pg.dispose();
     for (const d of Object.values(dirs)) removeDir(d);
   });
-  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,admin'], dirs.a).token;
+  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,admin'], dirs.a, env).token;
   await until('the token at node B', async () => (await api(b.url, 'GET', '/devices', { token: app })).status === 200, 10_000);
   const created = await api(a.url, 'POST', '/devices', { token: app, json: { name: 'tank' } });
   assert.equal(created.status, 201, created.text);
@@ -136,5 +137,22 @@ test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t
     assert.equal(held(), '51');
     assert.equal((await api(b.url, 'DELETE', `/device/${device.id}`, { token: app })).status, 204);
     await until('the states gone from PostgreSQL', () => held() === '0', 10_000);
+  });
+
+  await t.test('limits.historyPerAsset: the node that took the states trims the asset in PostgreSQL', async () => {
+    const config = join(dirs.trim, 'config.json');
+    writeFileSync(config, JSON.stringify({ version: 1, limits: { historyPerAsset: 5 }, store: { pruneIntervalSeconds: 1 } }));
+    const trimming = await startDaemon({ dataDir: dirs.trim, args: ['--config', config], env });
+    try {
+      const meter = (await api(a.url, 'POST', '/devices', { token: app, json: { name: 'meter' } })).body as { id: string; token: string };
+      assert.equal((await api(a.url, 'POST', `/device/${meter.id}/assets`, { token: app, json: { name: 'kwh', is: 'sensor', profile: { type: 'number' } } })).status, 201);
+      await until('the asset at the trimming node', async () => (await api(trimming.url, 'GET', `/device/${meter.id}/asset/kwh`, { token: app })).status === 200, 10_000);
+      for (let i = 0; i < 12; i++) assert.equal((await api(trimming.url, 'PUT', `/device/${meter.id}/asset/kwh/state`, { token: meter.token, json: { value: i } })).status, 200);
+      const kept = async () => ((await api(a.url, 'GET', `/device/${meter.id}/asset/kwh/states`, { token: app })).body.data as Array<{ value: number }>).map((s) => s.value);
+      await until('five states left', async () => (await kept()).length === 5, 10_000);
+      assert.deepEqual(await kept(), [11, 10, 9, 8, 7]);
+    } finally {
+      await trimming.stop();
+    }
   });
 });
