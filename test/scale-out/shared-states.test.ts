@@ -151,6 +151,11 @@ test('central nodes read states from PostgreSQL', { timeout: 180_000 }, async (t
       const kept = async () => ((await api(a.url, 'GET', `/device/${meter.id}/asset/kwh/states`, { token: app })).body.data as Array<{ value: number }>).map((s) => s.value);
       await until('five states left', async () => (await kept()).length === 5, 10_000);
       assert.deepEqual(await kept(), [11, 10, 9, 8, 7]);
+      // Deleted with the CLI: its states go too.
+      const kwh = (await api(a.url, 'GET', `/device/${meter.id}/asset/kwh`, { token: app })).body.id as string;
+      const deleted = cli(['device', 'delete', meter.id, '--data', dirs.a], { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: url });
+      assert.equal(deleted.code, 0, deleted.stderr);
+      assert.equal(pg.psql(`SELECT (SELECT count(*) FROM states WHERE asset_id = '${kwh}') + (SELECT count(*) FROM latest_states WHERE asset_id = '${kwh}')`, url.split('/').pop()), '0');
     } finally {
       await trimming.stop();
     }

@@ -2,7 +2,7 @@ import { assetView, deviceAssetsView } from '../../registry/views.js';
 import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { withCatalogWrites, withRegistry } from '../open.js';
-import { latestStates } from '../latest-states.js';
+import { latestStates } from '../states-source.js';
 import { formatTable } from '../table.js';
 
 /** `outpost asset create|list`: a device's assets. */

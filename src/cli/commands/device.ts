@@ -6,7 +6,7 @@ import { systemClock } from '../../core/time.js';
 import { createLogger } from '../../ops/logger.js';
 import type { CliCommand } from '../command.js';
 import { withCatalogWrites, withRegistry } from '../open.js';
-import { latestStates } from '../latest-states.js';
+import { deleteDeviceStates, latestStates } from '../states-source.js';
 import { formatTable } from '../table.js';
 import { deviceCodec, DEVICE_CODEC_USAGE } from './device-codec.js';
 import { deviceRedecode, DEVICE_REDECODE_USAGE } from './device-redecode.js';
@@ -71,6 +71,7 @@ function deleteDevice({ config, positionals, show }: ManagementArgs): Promise<nu
   return withCatalogWrites(config, async (registry) => {
     const id = requireArg(positionals, 1, '<DeviceID>');
     await registry.write(() => registry.deleteDevice(id));
+    await deleteDeviceStates(config, id);
     show({ deleted: id }, () => `device ${id} deleted`);
     return 0;
   });

@@ -1,7 +1,7 @@
 import { managementArgs, requireArg, runVerb, UsageError, type ManagementArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { withRegistry } from '../open.js';
-import { latestStates } from '../latest-states.js';
+import { latestStates } from '../states-source.js';
 
 /** `outpost state get`: an asset's latest state. */
 export const command: CliCommand = {
