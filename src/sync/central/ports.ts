@@ -130,6 +130,13 @@ export class SqliteManagedRevisions implements ManagedRevisions {
   /** In one transaction: one commit for a burst of changes, not one per device. */
   async update(changes: readonly DefinitionChange[]): Promise<Set<string>> {
     const gateways = new Set<string>();
+    // Nothing differs (the usual answer to a reload after another node's change): no write at all,
+    // which on several nodes would take the cluster's catalog lock for nothing.
+    const differ = changes.filter(({ deviceId, content }) => {
+      const row = this.#fleet.live(deviceId);
+      return row !== undefined && (content === null || row.content !== content);
+    });
+    if (differ.length === 0) return gateways;
     await this.#write(() => this.#store.transaction(() => {
       for (const { deviceId, content } of changes) {
         const row = this.#fleet.live(deviceId);
