@@ -105,6 +105,14 @@ test('the catalog of central nodes on PostgreSQL: PostgreSQL the record, each no
     assert.equal(pg.psql(`SELECT count(*) FROM catalog_rows WHERE tbl = 'devices' AND row->>'gateway_id' = '${gateway.id}'`, dbName), '4');
   });
 
+  await t.test('limits.assetsPerDevice holds across the nodes', async () => {
+    const crowded = (await post(b, '/devices', { name: 'crowded' })).body as { id: string };
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => post(i % 2 ? a : b, `/device/${crowded.id}/assets`, { name: `a${i}`, is: 'sensor', profile: { type: 'number' } })));
+    assert.equal(answers.filter((r) => r.status === 201).length, 50, answers.map((r) => r.status).join(','));
+    for (const r of answers.filter((x) => x.status !== 201)) assert.equal(r.body.code, 'TOO_MANY_ASSETS', r.text);
+    assert.equal(pg.psql(`SELECT count(*) FROM catalog_rows WHERE tbl = 'assets' AND row->>'device_id' = '${crowded.id}'`, dbName), '50');
+  });
+
   await t.test('PostgreSQL stopped: catalog writes are refused with 503 STORE_UNAVAILABLE and the node\'s cache is unchanged', async () => {
     await sleep(300);
     const before = cachedCatalog(dirs.a);
