@@ -44,8 +44,12 @@ export class Database {
   readonly health: StoreHealth;
   readonly #handle: SqliteHandle;
   readonly #statements: StatementCache;
-  /** `synchronous` FULL: every commit is on the disk before it returns, unless flushed later by `syncLog`. */
-  readonly #full: boolean;
+  /**
+   * `synchronous` FULL on a WAL database: a `transactionSyncedLater` commit leaves the flush of the
+   * log to `syncLog`. Off with NORMAL (nothing to flush) and where WAL could not be had (a rollback
+   * journal under NORMAL would risk more than the last commits; those commits keep waiting for the disk).
+   */
+  #flushLater = false;
   readonly #walSync: WalSync;
 
   constructor(path: string, options: DatabaseOptions = {}) {
@@ -53,7 +57,6 @@ export class Database {
     this.health = new StoreHealth(path);
     this.#handle = new BetterSqlite3(path);
     this.#statements = new StatementCache(this.#handle);
-    this.#full = options.synchronous !== 'normal';
     this.#walSync = new WalSync(path);
     try {
       this.#configure(options);
@@ -74,7 +77,8 @@ export class Database {
       const found = problems.map((r) => r.quick_check).filter((m) => m !== 'ok');
       if (found.length > 0) throw new StoreCorruptError(this.path, found);
     }
-    db.pragma('journal_mode = WAL');
+    const journal = db.pragma('journal_mode = WAL', { simple: true });
+    this.#flushLater = options.synchronous !== 'normal' && journal === 'wal';
     // NORMAL in WAL mode survives a killed process; FULL (the default) also survives power loss, at
     // one fsync per group commit: measured to keep well over half the ingest rate (README, Benchmarks).
     db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
@@ -136,7 +140,7 @@ export class Database {
    * commit"). Inside another transaction it is simply a savepoint of it.
    */
   transactionSyncedLater<T>(work: () => T): T {
-    if (!this.#full || this.#handle.inTransaction) return this.transaction(work);
+    if (!this.#flushLater || this.#handle.inTransaction) return this.transaction(work);
     this.statement('PRAGMA synchronous = NORMAL').run();
     try {
       return this.transaction(work);
@@ -145,9 +149,9 @@ export class Database {
     }
   }
 
-  /** Settles once every commit made so far is on the disk (at once with `synchronous` NORMAL, which promises no more). */
+  /** Settles once every commit made so far is on the disk (at once when commits wait for the disk themselves, or with `synchronous` NORMAL, which promises no more). */
   syncLog(): Promise<void> {
-    return this.#full ? this.#walSync.request() : Promise.resolve();
+    return this.#flushLater ? this.#walSync.request() : Promise.resolve();
   }
 
   get open(): boolean {

@@ -154,6 +154,15 @@ test('the connection is back to synchronous FULL after a batch; inside a transac
   } finally {
     normal.close();
   }
+  // No WAL (here: in memory): the commit keeps waiting for the disk itself, and there is no log to flush.
+  const memory = new Database(':memory:');
+  try {
+    memory.transactionSyncedLater(() => memory.statement('CREATE TABLE t (x INTEGER)').run());
+    assert.equal(memory.statement('PRAGMA synchronous').pluck().get(), 2);
+    await memory.syncLog();
+  } finally {
+    memory.close();
+  }
 });
 
 test('WalSync: requests made while a flush runs are served by one more flush; close settles what waits', async () => {
