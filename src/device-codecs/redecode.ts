@@ -119,10 +119,21 @@ export interface RedecodeDeps {
   announce?: (device: DeviceRecord, changes: LatestChange[]) => void;
   /** Identifies this process in the job row, so another process can tell whether it is still there. */
   owner?: string;
+  /**
+   * Why re-decoding cannot run in this daemon at all, or undefined: a central on PostgreSQL keeps
+   * no states in its SQLite file, so replacing them there would answer 202 and change nothing.
+   */
+  unavailable?: string;
   /** Most uplinks per transaction. */
   batchSize?: number;
   /** Longest a batch runs before it commits and lets other work in (ms). */
   batchMillis?: number;
+}
+
+/** Why this configuration cannot re-decode (docs/scale-out.md, "What is not shared (yet)"), or undefined. */
+export function redecodeUnavailable(config: { central: { postgres: unknown } }): string | undefined {
+  if (!config.central.postgres) return undefined;
+  return 're-decoding is not available on a central on PostgreSQL: it replaces states in the node\'s SQLite file, which holds none there (docs/scale-out.md)';
 }
 
 const MAX_PROBLEMS = 20;
@@ -156,6 +167,10 @@ export class RedecodeRunner {
     this.#owner = deps.owner ?? `${process.pid}:${deps.clock.now()}`;
   }
 
+  #assertAvailable(): void {
+    if (this.#deps.unavailable) throw new ServiceError('REDECODE_UNAVAILABLE', this.#deps.unavailable);
+  }
+
   /** A queued job is waiting for a runner; a running one is live while its owner is. */
   isLive = (job: RedecodeJob): boolean => {
     if (job.status === 'queued') return true;
@@ -169,6 +184,7 @@ export class RedecodeRunner {
 
   /** Starts a job in this process and returns at once; 409 while one runs for the device. */
   start(device: DeviceRecord, range: { from: number | null; to: number | null }): RedecodeJob {
+    this.#assertAvailable();
     const decoder = currentUplinkDecoder(this.#deps.codecs, device);
     const job = this.jobs.create(
       {
@@ -191,6 +207,7 @@ export class RedecodeRunner {
 
   /** Leaves a job for whichever process claims it first (the CLI hands jobs to a running daemon this way). */
   enqueue(device: DeviceRecord, range: { from: number | null; to: number | null }): RedecodeJob {
+    this.#assertAvailable();
     const job = this.jobs.create(
       { deviceId: device.id, status: 'queued', owner: null, from: range.from, to: range.to, codec: null, total: 0, notCovered: null },
       this.#deps.clock.now(),

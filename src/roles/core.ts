@@ -12,7 +12,7 @@ import { DeviceEvents } from '../ingest/device-events.js';
 import { Registry } from '../registry/registry.js';
 import { CommandRouter } from '../commands/router.js';
 import { DeviceCodecs } from '../device-codecs/device-codecs.js';
-import { RedecodeRunner } from '../device-codecs/redecode.js';
+import { RedecodeRunner, redecodeUnavailable } from '../device-codecs/redecode.js';
 import { HistoryPruner } from '../ops/retention.js';
 import { MetricsRegistry } from '../ops/metrics.js';
 import { ConfigReloader } from '../ops/reload.js';
@@ -71,6 +71,7 @@ export class Core {
     this.commands = new CommandRouter(this.catalog, store.commands, clock);
     this.rateLimiter = new RateLimiter(config.limits.rate, config.limits.burst);
     this.redecode = new RedecodeRunner({
+      unavailable: redecodeUnavailable(config),
       store,
       catalog: this.catalog,
       codecs: this.codecs,

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { OutpostConfig } from '../../core/config.js';
 import { ServiceError } from '../../core/errors.js';
 import { parseTimestamp, systemClock } from '../../core/time.js';
-import { RedecodeRunner, redecodeView } from '../../device-codecs/redecode.js';
+import { RedecodeRunner, redecodeUnavailable, redecodeView } from '../../device-codecs/redecode.js';
 import type { RedecodeJob } from '../../store/redecode-jobs.js';
 import { requireArg, UsageError, type ManagementArgs } from '../args.js';
 import { openCodecParts } from '../open.js';
@@ -67,7 +67,7 @@ function printOutcome(job: RedecodeJob, json: boolean, out: Output): void {
  */
 export async function runRedecode(config: OutpostConfig, deviceId: string, options: RedecodeCliOptions, out: Output, progressOut: (text: string) => void): Promise<number> {
   const parts = openCodecParts(config);
-  const runner = new RedecodeRunner({ store: parts.store, catalog: parts.catalog, codecs: parts.codecs, clock: systemClock, logger: parts.logger });
+  const runner = new RedecodeRunner({ unavailable: redecodeUnavailable(config), store: parts.store, catalog: parts.catalog, codecs: parts.codecs, clock: systemClock, logger: parts.logger });
   try {
     const device = parts.registry.requireDevice(deviceId);
     runner.enqueue(device, { from: options.from, to: options.to });
