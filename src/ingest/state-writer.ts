@@ -87,6 +87,7 @@ export class StateWriter {
   readonly #windowMs: number;
   #pending: PendingBatch | null = null;
   #onCommit: ((count: number, micros: number) => void) | undefined;
+  readonly #onFlush: ((micros: number) => void) | undefined;
   readonly #hooks: BatchHook[] = [];
   #durable: DurableStage | undefined;
   #durableBusy = false;
@@ -97,11 +98,13 @@ export class StateWriter {
   /** The open batch reached its end (a quiet turn, or the window) while a flush ran: it commits when the flush is done. */
   #dueAfterFlush = false;
 
-  constructor(store: WriterStore, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void } = {}) {
+  /** `onCommit`: each commit's states and duration; `onFlush`: how long each batch's log flush took (the disk's share). */
+  constructor(store: WriterStore, options: { maxBatch?: number; windowMs?: number; onCommit?: (count: number, micros: number) => void; onFlush?: (micros: number) => void } = {}) {
     this.#store = store;
     this.#maxBatch = options.maxBatch ?? 5000;
     this.#windowMs = options.windowMs ?? DEFAULT_COMMIT_WINDOW_MS;
     this.#onCommit = options.onCommit;
+    this.#onFlush = options.onFlush;
   }
 
   addBatchHook(hook: BatchHook): void {
@@ -224,11 +227,13 @@ export class StateWriter {
    */
   #settle(writes: readonly Write[], refused: ReadonlyMap<Write, unknown>): void {
     this.#flushing = true;
+    const started = process.hrtime.bigint();
     const done = this.#store.syncLog();
     void done
       .catch(() => {})
       .then(() => {
         this.#flushing = false;
+        this.#onFlush?.(Number(process.hrtime.bigint() - started) / 1000);
         if (this.#dueAfterFlush) {
           this.#dueAfterFlush = false;
           this.flush();

@@ -63,7 +63,8 @@ export class Core {
     this.catalog = new Catalog(store);
     this.#stateReads = new SqliteStateReads(store);
     const commitSeconds = this.metrics.histogram('outpost_store_commit_seconds', 'Duration of state group commits', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
-    this.writer = new StateWriter(store, { onCommit: (_n, micros) => commitSeconds.observe(micros / 1e6) });
+    const flushSeconds = this.metrics.histogram('outpost_store_flush_seconds', 'Duration of the log flush (fdatasync) after each group commit, off the event loop', [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5]);
+    this.writer = new StateWriter(store, { onCommit: (_n, micros) => commitSeconds.observe(micros / 1e6), onFlush: (micros) => flushSeconds.observe(micros / 1e6) });
     this.codecs = new DeviceCodecs(config, logger);
     this.decoders = new DeviceStateDecoder(this.codecs, { jsonDepth: config.limits.jsonDepth });
     this.pipeline = new StatePipeline(this.catalog, this.writer, store.uplinks, clock, { jsonDepth: config.limits.jsonDepth, decoder: this.decoders });

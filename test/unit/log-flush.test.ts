@@ -65,7 +65,8 @@ test('a batch is committed before its log flush, and no writer is settled until 
   const t = setup();
   try {
     const held = t.gate();
-    const writer = new StateWriter(t.store);
+    const flushes: number[] = [];
+    const writer = new StateWriter(t.store, { onFlush: (micros) => flushes.push(micros) });
     let settled = 0;
     const pending = [writer.write([t.state()]), writer.write([t.state()])].map((p) => p.then(() => void settled++));
     await turnsUntil(() => held.length > 0, 'a log flush');
@@ -75,6 +76,7 @@ test('a batch is committed before its log flush, and no writer is settled until 
     held[0]!.release();
     await Promise.all(pending);
     assert.equal(settled, 2);
+    await turnsUntil(() => flushes.length === 1, 'the flush reported (outpost_store_flush_seconds)');
   } finally {
     t.close();
   }
