@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { ServiceError } from '../core/errors.js';
 import type { Logger } from '../ops/logger.js';
 import type { CatalogWrites } from '../registry/catalog-writes.js';
 import type { Catalog } from '../store/catalog.js';
@@ -14,6 +15,11 @@ export const CATALOG_CHANNEL = 'outpost_catalog';
  * reader that sees a sequence number sees every lower one).
  */
 const CATALOG_LOCK = 0x6f757471;
+/** How long a write waits for the catalog lock, and how long a stalled holder keeps it. */
+const LOCK_WAIT = '10s';
+const LOCK_IDLE = '10s';
+/** SQLSTATE of a lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
 /** Rows read per query while catching up. */
 const PAGE = 5000;
 
@@ -102,6 +108,10 @@ export class CatalogReplica implements CatalogWrites {
     let outcome: { result: T; committed: CatalogRow[] };
     try {
       outcome = await this.#pg.transaction(async (client) => {
+        // Bounds on the cluster's one catalog lock: a write waits for it at most LOCK_WAIT, and a
+        // node that stalls while holding it (stopped, swapped out) loses its session after
+        // LOCK_IDLE instead of holding every other node's writes.
+        await client.query(`SET LOCAL lock_timeout = '${LOCK_WAIT}'; SET LOCAL idle_in_transaction_session_timeout = '${LOCK_IDLE}'`);
         await client.query('SELECT pg_advisory_xact_lock($1)', [CATALOG_LOCK]);
         // Under the lock nobody else commits catalog rows: after this the cache is the record.
         await this.#catchUp(client as unknown as { query: CentralDatabase['query'] });
@@ -112,6 +122,10 @@ export class CatalogReplica implements CatalogWrites {
         return { result, committed };
       });
     } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+        this.figures.refused++;
+        throw new ServiceError('STORE_UNAVAILABLE', `store unavailable: the catalog lock was not free within ${LOCK_WAIT} (another node holds it)`, { retryAfter: 5 });
+      }
       if ((err as { code?: string }).code === 'STORE_UNAVAILABLE') this.figures.refused++;
       throw err;
     }

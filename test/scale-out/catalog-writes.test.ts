@@ -1,6 +1,6 @@
 // A catalog write on a central node on PostgreSQL (docs/scale-out.md, "The catalog"), driven
 // through the registry against a real PostgreSQL: answered once PostgreSQL committed it, its
-// events after that; PostgreSQL stopped in the middle of a node's life: the write is refused with
+// events after that; another node holding the catalog lock: refused after a bounded wait; PostgreSQL stopped in the middle of a node's life: the write is refused with
 // STORE_UNAVAILABLE, the node's SQLite is unchanged and no event went out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,10 +16,11 @@ import { createLogger } from '../../src/ops/logger.js';
 import { CentralDatabase } from '../../src/scale-out/postgres.js';
 import { migratePostgres } from '../../src/scale-out/schema.js';
 import { CatalogReplica } from '../../src/scale-out/catalog-replica.js';
+import pg_ from 'pg';
 import { startPostgres } from '../helpers/postgres.js';
 import { removeDir } from '../helpers/daemon.js';
 
-test('a catalog write through PostgreSQL: committed first, refused whole while it is away', { timeout: 60_000 }, async (t) => {
+test('a catalog write through PostgreSQL: committed first, refused whole while it is away', { timeout: 90_000 }, async (t) => {
   const pg = await startPostgres();
   const url = await pg.createDatabase();
   const dbName = url.split('/').pop()!;
@@ -50,6 +51,19 @@ test('a catalog write through PostgreSQL: committed first, refused whole while i
   const rowsBefore = pg.psql('SELECT count(*) FROM catalog_rows', dbName);
   await assert.rejects(registry.write(() => registry.createDevice({ id: device.id, name: 'again' })), (err: unknown) => isServiceError(err) && err.code === 'DEVICE_EXISTS');
   assert.equal(pg.psql('SELECT count(*) FROM catalog_rows', dbName), rowsBefore);
+
+  // Another node holding the catalog lock (stalled mid-write): a write waits a bounded time, then 503.
+  const holder = new pg_.Client({ connectionString: url });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('SELECT pg_advisory_xact_lock($1)', [0x6f757471]);
+  const waitedFrom = Date.now();
+  await assert.rejects(registry.write(() => registry.createDevice({ name: 'blocked' })), (err: unknown) => isServiceError(err) && err.code === 'STORE_UNAVAILABLE' && /catalog lock/.test(err.message));
+  const waited = Date.now() - waitedFrom;
+  assert.ok(waited >= 9000 && waited < 20_000, `waited ${waited} ms`);
+  await holder.query('ROLLBACK');
+  await holder.end();
+  assert.equal(store.devices.list().some((d) => d.name === 'blocked'), false);
 
   await pg.stop('fast');
   const devices = store.devices.list().length;
