@@ -58,8 +58,8 @@ export class Registry extends EventEmitter<RegistryEvents> {
 
   /** Set on a central whose catalog's record is PostgreSQL (docs/scale-out.md); unset, writes commit in SQLite at once. */
   writes: CatalogWrites | undefined;
-  /** Events of a write not yet committed: they go out once it is (see `write`). */
-  #held: Array<[string, unknown[]]> | undefined;
+  /** Events (and afterCommit work) of a write not yet committed: they go out once it is (see `write`). */
+  #held: Array<() => void> | undefined;
 
   constructor(catalog: Catalog, store: RegistryStores, clock: Clock, limits: { assetsPerDevice: number }, central?: { devicesPerGateway: number }) {
     super();
@@ -81,7 +81,7 @@ export class Registry extends EventEmitter<RegistryEvents> {
   async write<T>(work: () => T): Promise<T> {
     const writes = this.writes;
     if (!writes) return work();
-    const held: Array<[string, unknown[]]> = [];
+    const held: Array<() => void> = [];
     const result = await writes.run(() => {
       this.#held = held;
       try {
@@ -93,16 +93,22 @@ export class Registry extends EventEmitter<RegistryEvents> {
       }
     });
     this.#catalog.invalidate();
-    for (const [event, args] of held) (super.emit as (event: string, ...args: unknown[]) => boolean).call(this, event, ...args);
+    for (const then of held) then();
     return result;
   }
 
   override emit<K extends keyof RegistryEvents>(event: K, ...args: RegistryEvents[K]): boolean {
     if (this.#held) {
-      this.#held.push([event, args]);
+      this.#held.push(() => super.emit(event, ...(args as never)));
       return true;
     }
     return super.emit(event, ...(args as never));
+  }
+
+  /** Runs `work` once the write under way (if any) is committed, with its events; at once otherwise. */
+  afterCommit(work: () => void): void {
+    if (this.#held) this.#held.push(work);
+    else work();
   }
 
   /**

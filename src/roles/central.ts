@@ -62,10 +62,13 @@ export async function composeCentral(core: Core, daemon: Pick<HttpDoorExtras, 'h
   metrics.counterFrom('outpost_gateway_refusals_total', 'Gateway messages refused on gateway/<id>/errors', () => hub.refusals);
   const radio = radioService(core);
   const onLorawan = radio.provisioning.onChange;
-  radio.provisioning.onChange = (deviceId) => {
-    onLorawan(deviceId);
-    fleet.refresh(deviceId);
-  };
+  // After the commit: on PostgreSQL the settings are tried on the cache and rolled back first, and
+  // the radio's sessions must not take a change that may not happen.
+  radio.provisioning.onChange = (deviceId) =>
+    registry.afterCommit(() => {
+      onLorawan(deviceId);
+      fleet.refresh(deviceId);
+    });
   return present([
     scaleOut?.door((gatewayId) => hub.deliverKept(gatewayId)),
     await upstreamDoor(core, radio),
