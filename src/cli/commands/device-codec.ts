@@ -68,7 +68,8 @@ export async function deviceCodec({ config, positionals, values, json, show, out
     const result =
       config.role === 'central' && config.central.postgres
         ? await withCatalogWrites(config, (registry) => registry.setDeviceCodec(parts.codecs, device, body))
-        : await setDeviceCodec(parts.store, parts.codecs, systemClock, device, body);
+        : // Still through withCatalogWrites: it refuses a node's cache opened without central.postgres.
+          await withCatalogWrites(config, () => setDeviceCodec(parts.store, parts.codecs, systemClock, device, body));
     show(result, () => [`device ${deviceId}: uplink ${JSON.stringify((result.uplink as { format: string }).format)}, downlink ${JSON.stringify((result.downlink as { format: string }).format)}`, ...result.warnings.map((w) => `warning: ${w}`)].join('\n'));
     return 0;
   } finally {
