@@ -6,6 +6,7 @@ import type { Catalog } from '../store/catalog.js';
 import { ReplicaLog, type CatalogRow, type ReplicaChange } from '../store/replica-log.js';
 import type { Store } from '../store/store.js';
 import type { CentralDatabase } from './postgres.js';
+import { ChannelListener } from './channel-listener.js';
 
 /** NOTIFY channel: a node committed catalog rows (payload: its node id). */
 export const CATALOG_CHANNEL = 'outpost_catalog';
@@ -56,7 +57,7 @@ export class CatalogReplica implements CatalogWrites {
   readonly #catalog: Pick<Catalog, 'syncWithDisk'> | undefined;
   readonly node: string;
   #timers: NodeJS.Timeout[] = [];
-  #listener: pg.Client | undefined;
+  readonly #listener: ChannelListener;
   #pulling: Promise<void> | undefined;
   #pullAgain = false;
   #stopped = false;
@@ -71,16 +72,21 @@ export class CatalogReplica implements CatalogWrites {
     this.#catalog = deps.catalog;
     this.#log = new ReplicaLog(deps.store.path);
     this.node = this.#log.node;
+    this.#listener = new ChannelListener({
+      url: deps.pg.url,
+      channel: CATALOG_CHANNEL,
+      onNotify: (node) => node !== this.node && this.#schedulePull(),
+      logger: deps.logger,
+      what: 'catalog changes',
+    });
   }
 
   /** Catches up with PostgreSQL before the node serves, then keeps following it. */
   async start(): Promise<void> {
     await this.pull();
-    await this.#listen();
+    // Other nodes' writes are pulled at once; the one-second poll carries them while the listener is lost.
+    await this.#listener.start();
     this.#timers.push(setInterval(() => this.#schedulePull(), 1000).unref());
-    // A listener lost with its connection (PostgreSQL restarted) comes back; meanwhile the
-    // one-second poll carries the changes.
-    this.#timers.push(setInterval(() => void (this.#listener ? undefined : this.#listen()), 5000).unref());
   }
 
   async stop(): Promise<void> {
@@ -89,7 +95,7 @@ export class CatalogReplica implements CatalogWrites {
     this.#timers = [];
     await this.#pulling?.catch(() => {});
     await this.#writing.catch(() => {});
-    await this.#listener?.end().catch(() => {});
+    await this.#listener.stop();
     this.#log.close();
   }
 
@@ -186,30 +192,6 @@ export class CatalogReplica implements CatalogWrites {
     for (const s of this.#log.skipped.splice(0)) this.#logger.warn({ table: s.tbl, key: s.pk, err: s.error }, 'catalog row from PostgreSQL not applied to this node\'s cache');
     // The daemon's caches drop what they hold at once (not at its next look at data_version).
     this.#catalog?.syncWithDisk();
-  }
-
-  /** LISTEN on a connection of its own: other nodes' writes are pulled at once. */
-  async #listen(): Promise<void> {
-    if (this.#stopped) return;
-    const listener = new pg.Client({ connectionString: this.#pg.url });
-    const lost = (err?: Error) => {
-      if (this.#listener !== listener) return;
-      this.#listener = undefined;
-      if (err) this.#logger.warn({ err: err.message }, 'postgres notification connection lost; catalog changes are polled until it is back');
-    };
-    listener.on('error', lost);
-    listener.on('end', () => lost());
-    listener.on('notification', (n) => {
-      if (n.channel === CATALOG_CHANNEL && n.payload !== this.node) this.#schedulePull();
-    });
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${CATALOG_CHANNEL}`);
-      this.#listener = listener;
-    } catch (err) {
-      this.#logger.debug({ err: (err as Error).message }, 'postgres LISTEN failed; retried');
-      listener.end().catch(() => {});
-    }
   }
 
   #schedulePull(): void {

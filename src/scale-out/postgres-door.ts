@@ -1,9 +1,9 @@
-import pg from 'pg';
 import type { Door } from '../doors/door.js';
 import type { Logger } from '../ops/logger.js';
 import { ServiceError } from '../core/errors.js';
 import { isConnectionFailure, type CentralDatabase } from './postgres.js';
 import { migratePostgres } from './schema.js';
+import { ChannelListener } from './channel-listener.js';
 import type { CatalogReplica } from './catalog-replica.js';
 import { COMMANDS_CHANNEL, type PostgresGatewayPresence } from './pg-ports.js';
 import { pruneByCount, pruneHistory } from './pg-retention.js';
@@ -36,9 +36,8 @@ export class PostgresDoor implements Door {
   readonly #partitions: StatePartitions;
   readonly #retention: Retention;
   #pruneTimer: NodeJS.Timeout | undefined;
-  #listener: pg.Client | undefined;
+  readonly #listener: ChannelListener;
   #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
   schemaVersion = 0;
 
   constructor(deps: {
@@ -57,6 +56,14 @@ export class PostgresDoor implements Door {
     this.#replica = deps.replica;
     this.#logger = deps.logger;
     this.#keptFor = deps.keptFor;
+    // Commands another node kept for a gateway that may be connected here.
+    this.#listener = new ChannelListener({
+      url: deps.db.url,
+      channel: COMMANDS_CHANNEL,
+      onNotify: (gatewayId) => gatewayId && this.#keptFor(gatewayId),
+      logger: deps.logger,
+      what: 'kept commands',
+    });
   }
 
   async start(): Promise<Record<string, number>> {
@@ -75,10 +82,10 @@ export class PostgresDoor implements Door {
     // This month's and the next one's partitions before any state is taken.
     await this.#partitions.ensureAhead(now());
     await this.#replica.start();
-    await this.#listen();
+    await this.#listener.start();
     this.#presence.start();
     this.#pruneTimer = setInterval(() => void this.#prune(), intervalSeconds * 1000).unref();
-    // Keeps health honest when nothing is written, and brings the listener back after an outage.
+    // Keeps health honest when nothing is written.
     this.#timer = setInterval(() => void this.#probe(), 2000).unref();
     return {};
   }
@@ -101,41 +108,16 @@ export class PostgresDoor implements Door {
   async #probe(): Promise<void> {
     try {
       await this.#db.query('SELECT 1');
-      if (!this.#listener) await this.#listen();
     } catch {
       // Reported by health(); tried again at the next tick.
     }
   }
 
-  /** Commands another node kept for a gateway that may be connected here. */
-  async #listen(): Promise<void> {
-    if (this.#stopped) return;
-    const listener = new pg.Client({ connectionString: this.#db.url });
-    listener.on('error', () => {
-      if (this.#listener === listener) this.#listener = undefined;
-    });
-    listener.on('end', () => {
-      if (this.#listener === listener) this.#listener = undefined;
-    });
-    listener.on('notification', (n) => {
-      if (n.channel === COMMANDS_CHANNEL && n.payload) this.#keptFor(n.payload);
-    });
-    try {
-      await listener.connect();
-      await listener.query(`LISTEN ${COMMANDS_CHANNEL}`);
-      this.#listener = listener;
-    } catch (err) {
-      this.#logger.warn({ err: (err as Error).message }, 'postgres LISTEN for gateway commands failed; retried');
-      listener.end().catch(() => {});
-    }
-  }
-
   async stop(): Promise<void> {
-    this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#presence.stop();
     clearInterval(this.#pruneTimer);
-    await this.#listener?.end().catch(() => {});
+    await this.#listener.stop();
     await this.#replica.stop();
     await this.#db.close().catch(() => {});
   }
