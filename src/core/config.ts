@@ -60,14 +60,21 @@ export interface BasicStationConfig {
   auth: 'token' | 'none';
   /** PEM files: with them the socket is `wss://`; with `ca` stations need a client certificate whose CN is their EUI. */
   tls: { cert: string; key: string; ca: string | null } | null;
-  /** What one station, or anyone reaching the port, may cost the door (docs/security.md, "Basics Station limits"). */
+  // What one station, or anyone reaching the port, may cost the door (docs/security.md, "Basics Station limits").
+  /** Largest message a station may send; ws closes the socket (1009) beyond. Uplinks are < 1 KiB. */
   maxMessageBytes: number;
+  /** Data sockets at once (one per registered station). */
   maxStations: number;
+  /** Discovery sockets at once; each is closed after its answer or after 5 s. */
   maxDiscovery: number;
+  /** Messages per second a station may send, sustained, and at once; the rest are dropped and counted. */
   messagesPerSecond: number;
   messagesBurst: number;
+  /** Unsent bytes queued for a station before it is taken as stalled and disconnected. */
   maxQueuedBytes: number;
+  /** Downlinks waiting for their `dntxed` at once. */
   maxPending: number;
+  /** A station is pinged this often and dropped when it did not answer the previous ping. */
   pingIntervalSeconds: number;
 }
 

@@ -58,23 +58,10 @@ export interface BasicStationDoorOptions {
  * Robustness limits (docs/security.md, "Basics Station limits"): what one station, or anyone who
  * reaches the port, can cost the door. Set by `radio.basicStation.*` (docs/configuration.md).
  */
-export interface BasicStationLimits {
-  /** Largest message a station may send; ws closes the socket (1009) beyond. Uplinks are < 1 KiB. */
-  maxMessageBytes: number;
-  /** Data sockets at once (one per registered station). */
-  maxStations: number;
-  /** Discovery sockets at once; each is closed after its answer or after 5 s. */
-  maxDiscovery: number;
-  /** Messages per second a station may send, sustained, and at once; the rest are dropped and counted. */
-  messagesPerSecond: number;
-  messagesBurst: number;
-  /** Unsent bytes queued for a station before it is taken as stalled and disconnected. */
-  maxQueuedBytes: number;
-  /** Downlinks waiting for their `dntxed` at once. */
-  maxPending: number;
-  /** A station is pinged this often and dropped when it did not answer the previous ping. */
+export type BasicStationLimits = Pick<BasicStationConfig, 'maxMessageBytes' | 'maxStations' | 'maxDiscovery' | 'messagesPerSecond' | 'messagesBurst' | 'maxQueuedBytes' | 'maxPending'> & {
+  /** `pingIntervalSeconds` in ms (tests ping faster than the configuration allows). */
   pingIntervalMs: number;
-}
+};
 
 /** The limits a `radio.basicStation` section sets. */
 export function stationLimits(config: BasicStationConfig): BasicStationLimits {
