@@ -26,6 +26,25 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
   const pg = await startPostgres();
   t.after(() => pg.dispose());
 
+  /**
+   * `work` on a new database of the test's server, migrated (`name` for psql), with a SQLite store
+   * beside it when the subtest compares with SQLite; everything is closed after it.
+   */
+  async function onFreshDatabase(work: (db: CentralDatabase, o: { name: string; sqlite: Store }) => Promise<void>): Promise<void> {
+    const url = await pg.createDatabase();
+    const db = new CentralDatabase(url);
+    const dir = tempDataDir();
+    const sqlite = Store.open(dir, {});
+    try {
+      await migratePostgres(db);
+      await work(db, { name: url.split('/').pop()!, sqlite });
+    } finally {
+      sqlite.close();
+      removeDir(dir);
+      await db.close();
+    }
+  }
+
   await t.test('monthOf names and bounds UTC months, also years 0 to 99 and the ends of the Date range', () => {
     assert.deepEqual(monthOf(NOV_1 - 1), { start: Date.UTC(2026, 9, 1), end: NOV_1, name: 'states_2026_10' });
     assert.equal(monthOf(NOV_1).name, 'states_2026_11');
@@ -81,12 +100,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
   });
 
   await t.test('history pages across a month boundary: the same pages, cursors and latest state as SQLite', async () => {
-    const url = await pg.createDatabase();
-    const db = new CentralDatabase(url);
-    const dir = tempDataDir();
-    const sqlite = Store.open(dir, {});
-    try {
-      await migratePostgres(db);
+    await onFreshDatabase(async (db, { sqlite }) => {
       const writer = new PostgresStates(db, 'n1');
       const reads = new PostgresStateReads(db);
       // One state per batch (as HTTP PUTs arrive), so ids follow arrival order on both engines.
@@ -127,11 +141,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       );
       assert.deepEqual(await reads.latest(a1), sqlite.states.latest(a1));
       assert.deepEqual(await reads.latestOf([a1, 'nope']), sqlite.states.latestOf([a1, 'nope']));
-    } finally {
-      sqlite.close();
-      removeDir(dir);
-      await db.close();
-    }
+    });
   });
 
   await t.test('a month is added while a writer holds its transaction open (no wait on readers and writers), with the once-only index', async () => {
@@ -164,12 +174,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
   });
 
   await t.test('limits.historyPerAsset: an asset keeps its newest N states, the same ones as on SQLite', async () => {
-    const url = await pg.createDatabase();
-    const db = new CentralDatabase(url);
-    const dir = tempDataDir();
-    const sqlite = Store.open(dir, {});
-    try {
-      await migratePostgres(db);
+    await onFreshDatabase(async (db, { sqlite }) => {
       const a1 = seedAsset(sqlite);
       const writer = new PostgresStates(db, 'n1');
       // Ties on `at` at the edge, across a month boundary.
@@ -184,19 +189,11 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       const reads = new PostgresStateReads(db);
       assert.deepEqual(await reads.history(a1, { limit: 100 }), sqlite.states.history(a1, { limit: 100 }));
       assert.deepEqual((await reads.history(a1, { limit: 100 })).data.map((s) => s.valueJson), ['6', '5', '4', '3']);
-    } finally {
-      sqlite.close();
-      removeDir(dir);
-      await db.close();
-    }
+    });
   });
 
   await t.test("a deleted device's or asset's history and latest states are deleted, month by month; others stay", async () => {
-    const url = await pg.createDatabase();
-    const name = url.split('/').pop()!;
-    const db = new CentralDatabase(url);
-    try {
-      await migratePostgres(db);
+    await onFreshDatabase(async (db, { name }) => {
       const devices: Record<string, string> = { t1: 'dev-a', t2: 'dev-a', u1: 'dev-b' };
       const writer = new PostgresStates(db, 'n1', { deviceOf: (assetId) => devices[assetId] });
       const batch: StoredState[] = [];
@@ -208,17 +205,11 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       assert.equal(pg.psql('SELECT string_agg(asset_id, \',\') FROM latest_states', name), 'u1');
       assert.equal(await deletions.asset('u1'), 3);
       assert.equal(pg.psql('SELECT (SELECT count(*) FROM states) + (SELECT count(*) FROM latest_states)', name), '0');
-    } finally {
-      await db.close();
-    }
+    });
   });
 
   await t.test('a state for a month without a partition gets one; retention drops whole old months and prunes the straddling one', async () => {
-    const url = await pg.createDatabase();
-    const name = url.split('/').pop()!;
-    const db = new CentralDatabase(url);
-    try {
-      await migratePostgres(db);
+    await onFreshDatabase(async (db, { name }) => {
       const partitions = new StatePartitions(db);
       const writer = new PostgresStates(db, 'n1', { partitions });
       const now = Date.UTC(2026, 10, 20);
@@ -244,9 +235,7 @@ test('states in PostgreSQL, partitioned by month', { timeout: 120_000 }, async (
       await partitions.ensureFor([Date.UTC(2026, 11, 1)]); // cache says it is there
       await stale.write([at(Date.UTC(2026, 11, 2), '"dec"')]);
       assert.equal(pg.psql('SELECT count(*) FROM states_2026_12', name), '1');
-    } finally {
-      await db.close();
-    }
+    });
   });
 });
 
