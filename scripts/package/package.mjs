@@ -9,6 +9,8 @@
 // the fetched runtimes and compiled native modules are kept there, so a second run takes seconds.
 // The same sources give the same bytes: every time in the package is SOURCE_DATE_EPOCH (default: the
 // time of the last git commit), modes are fixed and files are archived in sorted order.
+// --version V builds the same sources as version V instead of package.json's (the package test of an
+// upgrade builds the tree a second time as an older version); releases leave it out.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -30,7 +32,7 @@ const MAINTAINER_SCRIPTS = ['postinst', 'prerm', 'postrm'];
 
 function main() {
   const { values } = parseArgs({
-    options: { arch: { type: 'string' }, out: { type: 'string' }, cache: { type: 'string' } },
+    options: { arch: { type: 'string' }, out: { type: 'string' }, cache: { type: 'string' }, version: { type: 'string' } },
     strict: true,
   });
   const target = targetFor(values.arch);
@@ -38,19 +40,21 @@ function main() {
   const cache = resolve(values.cache ?? process.env.OUTPOST_PACKAGE_CACHE ?? join(out, '.cache'));
   const started = Date.now();
   const log = (msg) => console.log(`package ${target.debArch}: ${msg}`);
-  const deb = buildPackage({ target, out, cache, log });
+  const deb = buildPackage({ target, out, cache, log, version: values.version });
   const bytes = statSync(deb).size;
   const sha256 = createHash('sha256').update(readFileSync(deb)).digest('hex');
   log(`${deb} (${(bytes / 1048576).toFixed(1)} MiB, sha256 ${sha256}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
-export function buildPackage({ target, out, cache, log }) {
+export function buildPackage({ target, out, cache, log, version: versionOverride }) {
   for (const need of ['package-lock.json', 'abcl', 'config/example.jsonc', 'src/console/static', 'systemd/outpost.service']) {
     if (!existsSync(join(REPO, need))) throw new Error(`${need} is missing from ${REPO}`);
   }
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+  if (versionOverride !== undefined) pkg.version = debianVersion(versionOverride);
   const epoch = sourceDateEpoch();
-  const stage = join(cache, 'stage', target.debArch);
+  // One staging directory per version: two versions of one architecture may be built side by side.
+  const stage = join(cache, 'stage', `${target.debArch}_${pkg.version}`);
   rmSync(stage, { recursive: true, force: true });
   const root = join(stage, 'root');
   const app = join(root, PREFIX);
@@ -60,7 +64,7 @@ export function buildPackage({ target, out, cache, log }) {
   installDependencies({ app, stage });
   log('program');
   compileProgram(app);
-  copyProgramFiles(app);
+  copyProgramFiles(app, pkg);
   const runtimeDir = fetchRuntime(target.runtime, cache);
   log(`Node.js runtime ${target.runtime.name}@${target.runtime.version}`);
   mkdirSync(join(app, 'node', 'bin'), { recursive: true });
@@ -130,9 +134,14 @@ function compileProgram(app) {
   rmSync(scripts, { recursive: true });
 }
 
-/** What the daemon reads at run time besides its code: its version, shipped codecs, the console. */
-function copyProgramFiles(app) {
-  copyFileSync(join(REPO, 'package.json'), join(app, 'package.json'));
+/**
+ * What the daemon reads at run time besides its code: its version (the package's, so `outpost status`
+ * names the installed version), shipped codecs, the console.
+ */
+function copyProgramFiles(app, pkg) {
+  const packageJson = readFileSync(join(REPO, 'package.json'), 'utf8');
+  // Byte for byte the repository's file unless the version was overridden.
+  writeFileSync(join(app, 'package.json'), JSON.parse(packageJson).version === pkg.version ? packageJson : `${JSON.stringify(pkg, null, 2)}\n`);
   cpSync(join(REPO, 'abcl'), join(app, 'abcl'), { recursive: true });
   cpSync(join(REPO, 'config'), join(app, 'config'), { recursive: true });
   cpSync(join(REPO, 'src', 'console', 'static'), join(app, 'src', 'console', 'static'), { recursive: true });
@@ -199,6 +208,14 @@ function replaceExactly(text, name, replacements) {
     text = text.replace(pattern, replacement);
   }
   return text;
+}
+
+/** A version dpkg accepts (Debian policy 5.6.12, without an epoch: it goes into the file name). */
+function debianVersion(version) {
+  if (!/^[0-9][A-Za-z0-9.+~]*(-[A-Za-z0-9.+~]+)?$/.test(version)) {
+    throw new Error(`--version ${JSON.stringify(version)} is not a Debian version: a digit first, then letters, digits and . + ~ (an optional -revision after)`);
+  }
+  return version;
 }
 
 function sourceDateEpoch() {
