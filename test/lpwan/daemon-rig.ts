@@ -16,6 +16,8 @@ export interface Rig {
   daemon: RunningDaemon;
   dataDir: string;
   configFile: string;
+  /** The radio config the daemon was started with (a restart keeps it). */
+  radio: Record<string, unknown>;
   app: string;
   deviceId: string;
   fwd: ForwarderSimulator;
@@ -69,6 +71,7 @@ export async function startRig(radio: Record<string, unknown> = {}, existing?: {
     daemon,
     dataDir,
     configFile,
+    radio,
     app,
     deviceId,
     fwd,
@@ -93,6 +96,26 @@ export async function startRig(radio: Record<string, unknown> = {}, existing?: {
     },
   };
   return rig;
+}
+
+/**
+ * kill -9 of the rig's daemon and a start again on the same data dir, device and app token: what the
+ * "survives a restart" tests (docs/lpwan.md) do. The forwarder and MQTT client are dropped first, as a
+ * power cut drops them, and the returned rig has new ones connected to the new daemon.
+ */
+export async function killAndRestart(r: Rig): Promise<Rig> {
+  await r.mqtt.end().catch(() => {});
+  r.fwd.close();
+  await r.daemon.stop('SIGKILL');
+  return startRig(r.radio, { dataDir: r.dataDir, deviceId: r.deviceId, app: r.app });
+}
+
+/** The tear-down after a failed test: kill -9 whatever is still running and remove the data dir. */
+export async function discardRig(r: Rig): Promise<void> {
+  await r.mqtt.end().catch(() => {});
+  r.fwd.close();
+  await r.daemon.stop('SIGKILL').catch(() => {});
+  removeDir(r.dataDir);
 }
 
 /** Waits until `check` holds (polling), or fails with `what`. */

@@ -2,33 +2,25 @@
 // confirmed downlink and a pending LinkADRReq, with the compiled daemon and a forwarder over UDP.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { api, removeDir } from '../helpers/daemon.js';
+import { api } from '../helpers/daemon.js';
 import { readDownlink, type DeviceKeys } from './frames.js';
-import { startRig, until, type Rig } from './daemon-rig.js';
+import { discardRig, killAndRestart, startRig, until, type Rig } from './daemon-rig.js';
 import { Encoder } from 'cbor-x';
 
 const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 const KEYS: DeviceKeys = { devAddr: '26011236', nwkSKey: Buffer.from('44024241ed4ce9a68c6a8bc055233fd3', 'hex'), appSKey: Buffer.from('ec925802ae430ca77fd3dd73cb2cc588', 'hex') };
 
-async function kill(r: Rig): Promise<void> {
-  await r.mqtt.end().catch(() => {});
-  r.fwd.close();
-  await r.daemon.stop('SIGKILL');
-}
-
 const adrOf = async (r: Rig) => (await api(r.daemon.url, 'GET', `/device/${r.deviceId}/lorawan`, { token: r.app })).body.adr;
 
 test('kill -9 with a pending confirmed downlink and a pending LinkADRReq: after the restart the ACK completes the item and the LinkADRAns is applied', async () => {
   let r = await startRig();
-  const existing = { dataDir: r.dataDir, deviceId: r.deviceId, app: r.app };
   let fCnt = 0;
   try {
     await r.lorawan({ activation: 'abp', devAddr: KEYS.devAddr, nwkSKey: KEYS.nwkSKey.toString('hex'), appSKey: KEYS.appSKey.toString('hex') });
     // Twelve uplinks of ADR history, then kill -9.
     for (let i = 0; i < 12; i++) await r.uplink(KEYS, { fCnt: fCnt++, adr: true }, { lsnr: 5, datr: 'SF12BW125' });
     await until(async () => (await adrOf(r)).uplinks === 12, 'twelve uplinks committed');
-    await kill(r);
-    r = await startRig({}, existing);
+    r = await killAndRestart(r);
     assert.deepEqual(await adrOf(r), { enabled: true, dataRate: 'SF12BW125', txPower: 0, nbTrans: 1, uplinks: 12, pending: false });
 
     for (let i = 0; i < 7; i++) await r.uplink(KEYS, { fCnt: fCnt++, adr: true }, { lsnr: 5, datr: 'SF12BW125' });
@@ -46,9 +38,8 @@ test('kill -9 with a pending confirmed downlink and a pending LinkADRReq: after 
     assert.deepEqual(cbor.decode(down.payload), { led: true });
     assert.equal(down.fOpts.toString('hex'), '0350070001');
     assert.equal((await adrOf(r)).pending, true);
-    await kill(r);
 
-    r = await startRig({}, existing);
+    r = await killAndRestart(r);
     assert.deepEqual(await adrOf(r), { enabled: true, dataRate: 'SF12BW125', txPower: 0, nbTrans: 1, uplinks: 20, pending: true });
     // The device acknowledges the command and answers the LinkADRReq, at its new data rate.
     const up = await r.uplink(KEYS, { fCnt: fCnt++, adr: true, ack: true, fOpts: Buffer.from([0x03, 0x07]) }, { lsnr: 5, datr: 'SF7BW125' });
@@ -64,10 +55,7 @@ test('kill -9 with a pending confirmed downlink and a pending LinkADRReq: after 
     assert.ok(readDownlink(KEYS, Buffer.from(r.fwd.pullResps()[0]!.txpk.data, 'base64'), sent.fCnt + 1).micValid);
     await r.close();
   } catch (err) {
-    await r.mqtt.end().catch(() => {});
-    r.fwd.close();
-    await r.daemon.stop('SIGKILL').catch(() => {});
-    removeDir(existing.dataDir);
+    await discardRig(r);
     throw err;
   }
 });

@@ -3,9 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Encoder } from 'cbor-x';
-import { api, removeDir } from '../helpers/daemon.js';
+import { api } from '../helpers/daemon.js';
 import { acceptJoin, joinRequest, readDownlink, uplinkFrame, type DeviceKeys } from './frames.js';
-import { startRig, until, type Rig } from './daemon-rig.js';
+import { discardRig, killAndRestart, startRig, until, type Rig } from './daemon-rig.js';
 
 const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 const APP_KEY = Buffer.from('000102030405060708090a0b0c0d0e0f', 'hex');
@@ -29,7 +29,6 @@ const settings = async (r: Rig) => (await api(r.daemon.url, 'GET', `/device/${r.
 
 test('a lost JoinAccept: the device goes on with its old session until its first uplink under the new one', async () => {
   let r = await startRig();
-  const existing = { dataDir: r.dataDir, deviceId: r.deviceId, app: r.app };
   try {
     await r.lorawan({ activation: 'otaa', devEui: DEV_EUI, joinEui: JOIN_EUI, appKey: APP_KEY.toString('hex') });
     const a = await join(r, 1, 1_000_000);
@@ -54,10 +53,7 @@ test('a lost JoinAccept: the device goes on with its old session until its first
 
     // A third join reaches the device (session C); the daemon is killed before the device's first uplink.
     const c = await join(r, 3, 3_000_000);
-    await r.mqtt.end();
-    r.fwd.close();
-    await r.daemon.stop('SIGKILL');
-    r = await startRig({}, existing);
+    r = await killAndRestart(r);
     assert.equal((await settings(r)).devAddr, c.devAddr);
     // Session A still works until the device uses C…
     await r.uplink(a, { fCnt: 2, fPort: 1, payload: temperature(22) });
@@ -82,10 +78,7 @@ test('a lost JoinAccept: the device goes on with its old session until its first
     assert.deepEqual(history.body.data.map((s: { value: number }) => s.value), [23, 22, 21, 20]);
     await r.close();
   } catch (err) {
-    await r.mqtt.end().catch(() => {});
-    r.fwd.close();
-    await r.daemon.stop('SIGKILL').catch(() => {});
-    removeDir(existing.dataDir);
+    await discardRig(r);
     throw err;
   }
 });
