@@ -4,47 +4,28 @@
 // more than central.devicesPerGateway devices at the central.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
-import { sleep, until } from '../helpers/wait.js';
+import { api, cliJson } from '../helpers/daemon.js';
+import { startFleet } from '../helpers/fleet-rig.js';
+import { until } from '../helpers/wait.js';
 
 test('sync limits between a gateway and its central', { timeout: 180_000 }, async (t) => {
-  const centralDir = tempDataDir();
-  const gwDir = tempDataDir();
-  const centralConfig = join(centralDir, 'config.json');
-  writeFileSync(centralConfig, JSON.stringify({ version: 1, role: 'central', central: { devicesPerGateway: 5 } }));
-  const central = await startDaemon({ dataDir: centralDir, args: ['--config', centralConfig] });
-  let gateway: RunningDaemon | undefined;
-  t.after(async () => {
-    await gateway?.stop();
-    await central.stop();
-    removeDir(centralDir);
-    removeDir(gwDir);
+  const fleet = await startFleet({ centralConfig: { central: { devicesPerGateway: 5 } } });
+  t.after(() => fleet.close());
+  const { central, app } = fleet;
+  // The gateway takes large bodies itself; it believes the central takes 140 000-byte messages,
+  // where the central's packet limit is its payloadLimit (64 KiB) + 65 539: 135 000 bytes close the link there.
+  const g1 = fleet.addGateway('north', {
+    http: { bodyLimit: 400_000 },
+    limits: { rate: 0 },
+    upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1, maxMessageBytes: 140_000 },
   });
-  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token;
-  const g1 = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir);
-  const g2 = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'south'], centralDir);
+  const g2 = fleet.addGateway('south');
 
   await t.test('three 60 KB descriptions, a state over maxMessageBytes and one the central closes the link on: the other devices still sync', async () => {
-    // The gateway takes large bodies itself; it believes the central takes 140 000-byte messages,
-    // where the central's packet limit is its payloadLimit (64 KiB) + 65 539: 135 000 bytes close the link there.
-    const gwConfig = join(gwDir, 'config.json');
-    writeFileSync(
-      gwConfig,
-      JSON.stringify({
-        version: 1,
-        http: { bodyLimit: 400_000 },
-        limits: { rate: 0 },
-        upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1, maxMessageBytes: 140_000 },
-      }),
-    );
-    gateway = await startDaemon({
-      dataDir: gwDir,
-      args: ['--config', gwConfig],
-      env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${central.mqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g1.id, OUTPOST_UPSTREAM_TOKEN: g1.token },
-    });
+    const gateway = await fleet.startGateway(g1);
+    const gwDir = g1.dir;
+    const gwConfig = g1.configFile!;
     const noisy = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'noisy'], gwDir);
     const quiet = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'quiet'], gwDir);
     cliJson(['asset', 'create', quiet.id, '--name', 't', '--is', 'sensor', '--profile', '{"type":"number"}'], gwDir);
@@ -56,7 +37,7 @@ test('sync limits between a gateway and its central', { timeout: 180_000 }, asyn
       });
       assert.ok(r.status === 201 || r.status === 200, r.text);
     }
-    const big = (n: number) => api(gateway!.url, 'PUT', `/device/${noisy.id}/asset/a/state`, { token: noisy.token, json: { value: 'x'.repeat(n) } });
+    const big = (n: number) => api(gateway.url, 'PUT', `/device/${noisy.id}/asset/a/state`, { token: noisy.token, json: { value: 'x'.repeat(n) } });
     assert.equal((await big(150_000)).status, 200, 'over maxMessageBytes: set aside before it is sent');
     assert.equal((await big(135_000)).status, 200, 'under maxMessageBytes, over what the central takes: the link closes on it');
     assert.equal((await api(gateway.url, 'PUT', `/device/${noisy.id}/asset/b/state`, { token: noisy.token, json: { value: 'small' } })).status, 200);
@@ -71,7 +52,7 @@ test('sync limits between a gateway and its central', { timeout: 180_000 }, asyn
       },
       60_000,
     );
-    const status = async () => (await api(gateway!.url, 'GET', '/healthz')).body.upstream as { depth: number; setAside: number; link: string };
+    const status = async () => (await api(gateway.url, 'GET', '/healthz')).body.upstream as { depth: number; setAside: number; link: string };
     await until('the outbox drained', async () => (await status()).depth === 0, 60_000);
     const up = await status();
     assert.equal(up.setAside, 2, 'the two rows the central cannot take are set aside and counted');

@@ -4,29 +4,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import mqtt from 'mqtt';
-import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cliJson } from '../helpers/daemon.js';
+import { startFleet } from '../helpers/fleet-rig.js';
 import { sleep, until } from '../helpers/wait.js';
 
 test('retained gateway status and the last will at the central', { timeout: 120_000 }, async (t) => {
-  const centralDir = tempDataDir();
-  const gwDir = tempDataDir();
-  const central = await startDaemon({ dataDir: centralDir, env: { OUTPOST_ROLE: 'central' } });
-  let gateway: RunningDaemon | undefined;
-  t.after(async () => {
-    await gateway?.stop();
-    await central.stop();
-    removeDir(centralDir);
-    removeDir(gwDir);
-  });
+  const fleet = await startFleet();
+  t.after(() => fleet.close());
+  const { central, centralDir } = fleet;
   const app = cliJson<{ token: string }>(['token', 'create', '--name', 'reader', '--scopes', 'read'], centralDir).token;
-  const g = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir);
-  // The default status refresh (60 s): only the status published on connect can be seen within the test.
-  const startGateway = () =>
-    startDaemon({
-      dataDir: gwDir,
-      env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${central.mqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g.id, OUTPOST_UPSTREAM_TOKEN: g.token },
-    });
-  gateway = await startGateway();
+  // No config: the default status refresh (60 s), so only the status published on connect can be seen within the test.
+  const g = fleet.addGateway('north');
+  await fleet.startGateway(g);
   await until('the gateway connected', () => central.logs.some((l) => l.includes('"gateway connected"')));
   await sleep(500);
 
@@ -39,9 +28,7 @@ test('retained gateway status and the last will at the central', { timeout: 120_
   assert.equal(statuses[0]!.body.online, true);
 
   await t.test('kill -9 of the gateway: its last will reaches readers as {"online": false}', async () => {
-    gateway!.proc.kill('SIGKILL');
-    await gateway!.exited;
-    gateway = undefined;
+    await fleet.stopGateway(g, 'SIGKILL');
     await until('the will', () => statuses.some((s) => s.body.online === false), 10_000);
     assert.ok(!central.logs.some((l) => l.includes('packet id 0')), 'the will is not a protocol violation');
     // And it is what a later reader gets.
@@ -53,10 +40,9 @@ test('retained gateway status and the last will at the central', { timeout: 120_
   });
 
   await t.test('a clean stop publishes offline and logs no protocol violation at the central', async () => {
-    gateway = await startGateway();
+    await fleet.startGateway(g);
     await until('online again', () => statuses.filter((s) => s.body.online === true).length >= 2, 10_000);
-    await gateway.stop();
-    gateway = undefined;
+    await fleet.stopGateway(g);
     await until('offline', () => statuses.at(-1)!.body.online === false, 10_000);
     await sleep(500);
     assert.ok(!central.logs.some((l) => l.includes('protocol violation')), central.logs.filter((l) => l.includes('violation')).join('\n'));

@@ -5,11 +5,11 @@
 // one message (one LoRa frame for an ABP device); device events come up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
-import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cli, cliJson } from '../helpers/daemon.js';
+import { startFleet, type FleetGateway as Gateway } from '../helpers/fleet-rig.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { readDownlink, uplinkFrame } from '../lpwan/frames.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -23,36 +23,15 @@ function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
   }
 }
 
-interface Gateway {
-  id: string;
-  token: string;
-  dir: string;
-  daemon?: RunningDaemon;
-}
-
 test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
-  const centralDir = tempDataDir();
-  let central = await startDaemon({ dataDir: centralDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: '0' } });
-  const centralMqttPort = central.mqttPort;
-  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token;
-  const gateways: Gateway[] = ['north', 'south'].map((name) => ({ ...cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', name], centralDir), dir: tempDataDir() }));
-  const [north, south] = gateways as [Gateway, Gateway];
-  const startGateway = async (g: Gateway) => {
-    const file = join(g.dir, 'config.json');
-    writeFileSync(file, JSON.stringify({ version: 1, limits: { rate: 0 }, upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1 } }));
-    g.daemon = await startDaemon({
-      dataDir: g.dir,
-      args: ['--config', file],
-      env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${centralMqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g.id, OUTPOST_UPSTREAM_TOKEN: g.token },
-    });
-  };
-  t.after(async () => {
-    for (const g of gateways) await g.daemon?.stop();
-    await central.stop();
-    for (const g of gateways) removeDir(g.dir);
-    removeDir(centralDir);
-  });
-  const atCentral = (method: string, path: string, json?: unknown) => api(central.url, method, path, { token: app, json });
+  const fleet = await startFleet();
+  t.after(() => fleet.close());
+  const { centralDir, centralMqttPort, app } = fleet;
+  const gatewayConfig = { limits: { rate: 0 }, upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1 } };
+  const north = fleet.addGateway('north', gatewayConfig);
+  const south = fleet.addGateway('south', gatewayConfig);
+  const startGateway = (g: Gateway) => fleet.startGateway(g);
+  const atCentral = (method: string, path: string, json?: unknown) => api(fleet.central.url, method, path, { token: app, json });
   const gatewayView = async (g: Gateway) => (await atCentral('GET', `/gateway/${g.id}`)).body as { connected: boolean; config: { managed: number; pending: number; lastAppliedAt: string | null } };
   const localDevice = (g: Gateway, id: string) => query<{ id: string; name: string }>(g.dir, 'SELECT id, name FROM devices WHERE id = ?', id)[0];
   const localAssets = (g: Gateway, id: string) => query<{ name: string }>(g.dir, 'SELECT name FROM assets WHERE device_id = ? ORDER BY name', id).map((a) => a.name);
@@ -68,7 +47,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
 
   await startGateway(north);
   await startGateway(south);
-  await until('both gateways connected', async () => (await gatewayView(north)).connected && (await gatewayView(south)).connected);
+  await fleet.untilConnected(north, south);
 
   const pump = await createManaged(north, 'pump');
 
@@ -136,7 +115,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     await atCentral('PUT', `/device/${pump.id}/asset/level`, { is: 'actuator', profile: { type: 'integer' } });
     await until('the asset back at the gateway', () => localAssets(north, pump.id).length === 3);
     // The device command message is for the gateway: an application's or the device's own wildcard at the central does not get it.
-    const watchers = await Promise.all([app, pump.token].map((token) => mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: token, reconnectPeriod: 0 })));
+    const watchers = await Promise.all([app, pump.token].map((token) => mqtt.connectAsync(`mqtt://127.0.0.1:${centralMqttPort}`, { username: token, reconnectPeriod: 0 })));
     const seenAtCentral: string[] = [];
     for (const w of watchers) w.on('message', (topic) => seenAtCentral.push(topic));
     await watchers[0]!.subscribeAsync('device/+/+', { qos: 1 });
@@ -157,18 +136,18 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
   });
 
   await t.test('south offline while devices are created, changed and deleted and the central restarts: it catches up in revision order', async () => {
-    await south.daemon!.stop();
-    south.daemon = undefined;
-    await until('south offline', async () => !(await gatewayView(south)).connected);
+    await fleet.stopGateway(south);
+    await until('south offline', async () => !(await fleet.connected(south)));
     const a = await createManaged(south, 'a');
     const b = await createManaged(south, 'b');
     const c = await createManaged(south, 'c');
     assert.equal((await atCentral('PUT', `/device/${a.id}`, { name: 'a-2' })).status, 200);
     assert.equal((await atCentral('DELETE', `/device/${b.id}`)).status, 204);
     // A device created by the CLI in another process while the central is down is managed too.
-    await central.stop();
-    const d = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'd', '--gateway', south.id], centralDir);
-    central = await startDaemon({ dataDir: centralDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: String(centralMqttPort) } });
+    let d!: { id: string; token: string };
+    await fleet.restartCentral(() => {
+      d = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'd', '--gateway', south.id], centralDir);
+    });
     assert.ok((await gatewayView(south)).config.pending >= 3);
     await startGateway(south);
     await until('south caught up', async () => (await gatewayView(south)).config.pending === 0);
@@ -180,16 +159,15 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     const applied = query<{ device_id: string; revision: number }>(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id');
     await south.daemon!.stop();
     await startGateway(south);
-    await until('south connected again', async () => (await gatewayView(south)).connected);
+    await fleet.untilConnected(south);
     await sleep(500);
     assert.deepEqual(query(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id'), applied);
     assert.equal((await api(south.daemon!.url, 'PUT', `/device/${d.id}/asset/x/state`, { token: d.token, json: { value: 1 } })).status, 404, 'no asset x, but the token is known');
   });
 
   await t.test('kill -9 of a gateway in the middle of a catch-up: after its restart every change is applied', async () => {
-    await south.daemon!.stop();
-    south.daemon = undefined;
-    await until('south offline', async () => !(await gatewayView(south)).connected);
+    await fleet.stopGateway(south);
+    await until('south offline', async () => !(await fleet.connected(south)));
     const ids: string[] = [];
     for (let i = 0; i < 150; i++) {
       const r = await atCentral('POST', '/devices', { name: `bulk-${i}`, gateway: south.id });
@@ -199,9 +177,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     const applied = () => query<{ n: number }>(south.dir, `SELECT count(*) AS n FROM managed_here WHERE device_id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n;
     await startGateway(south);
     await until('the catch-up under way', () => applied() > 0, 20_000);
-    south.daemon!.proc.kill('SIGKILL');
-    await south.daemon!.exited;
-    south.daemon = undefined;
+    await fleet.stopGateway(south, 'SIGKILL');
     const atKill = applied();
     await startGateway(south);
     await until('every change applied after the restart', async () => (await gatewayView(south)).config.pending === 0 && applied() === ids.length, 30_000);
