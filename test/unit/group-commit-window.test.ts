@@ -3,34 +3,21 @@
 // write does not wait for the window, and writes that never stop still commit every window.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Store } from '../../src/store/store.js';
 import { StateWriter } from '../../src/ingest/state-writer.js';
-import type { StoredState } from '../../src/store/states.js';
+import { openCounterStore } from '../helpers/counter-store.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function setup() {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-commit-window-'));
-  const store = Store.open(dir);
-  const now = Date.now();
-  const { device } = store.devices.create({ name: 'meter' }, now);
-  const asset = store.assets.create({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
+  const { store, assetId, state, close } = openCounterStore('commit-window');
   const commits: number[] = [];
-  let value = 0;
-  const state = (): StoredState => ({ assetId: asset.id, at: now + value, valueJson: String(value++), receivedAt: now });
-  const stored = () => store.states.history(asset.id, { limit: 100_000 }).data.length;
+  const stored = () => store.states.history(assetId, { limit: 100_000 }).data.length;
   return {
     commits,
     state,
     stored,
     writer: (windowMs: number) => new StateWriter(store, { windowMs, onCommit: (count) => commits.push(count) }),
-    close: () => {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close,
   };
 }
 

@@ -7,12 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Store } from '../../src/store/store.js';
 import { StateWriter } from '../../src/ingest/state-writer.js';
 import { WalSync } from '../../src/store/wal-sync.js';
 import { Database } from '../../src/store/database.js';
 import { isServiceError } from '../../src/core/errors.js';
-import type { StoredState } from '../../src/store/states.js';
+import { openCounterStore } from '../helpers/counter-store.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -23,13 +22,7 @@ async function turnsUntil(ready: () => boolean, what: string): Promise<void> {
 }
 
 function setup(synchronous: 'full' | 'normal' = 'full') {
-  const dir = mkdtempSync(join(tmpdir(), 'outpost-log-flush-'));
-  const store = Store.open(dir, { synchronous });
-  const now = Date.now();
-  const { device } = store.devices.create({ name: 'meter' }, now);
-  const asset = store.assets.create({ deviceId: device.id, name: 'count', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
-  let value = 0;
-  const state = (): StoredState => ({ assetId: asset.id, at: now + value, valueJson: String(value++), receivedAt: now });
+  const { store, state, close } = openCounterStore('log-flush', { synchronous });
   /** What another connection sees committed (the CLI's view): independent of this connection's flush. */
   const committed = () => {
     const db = new BetterSqlite3(store.path, { readonly: true });
@@ -54,10 +47,7 @@ function setup(synchronous: 'full' | 'normal' = 'full') {
     state,
     committed,
     gate,
-    close: () => {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close,
   };
 }
 
