@@ -5,11 +5,12 @@
 // gateway's config state. Also the device page's history, which fetches no more than it shows.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { ROOT, api, cliJson, provision, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { ROOT, api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
+import { startFleet, type Fleet, type FleetGateway } from '../helpers/fleet-rig.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { uplinkFrame } from '../lpwan/frames.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -42,13 +43,13 @@ async function signIn(page: Page, url: string, token: string) {
 const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').replace(/\s+/g, ' ').trim();
 
 describe("the central's console for a managed fleet", () => {
-  const centralDir = tempDataDir();
-  const gatewayDir = tempDataDir();
+  let fleet: Fleet | undefined;
   let central: RunningDaemon;
-  let gateway: RunningDaemon | undefined;
+  let gateway: RunningDaemon;
+  let gatewayDir: string;
   let browser: Browser;
   let app: string;
-  let greenhouse: { id: string; token: string };
+  let greenhouse: FleetGateway;
   let node: { id: string };
   const keys = { devAddr: '26011CAF', nwkSKey: Buffer.from('33'.repeat(16), 'hex'), appSKey: Buffer.from('44'.repeat(16), 'hex') };
   const fwd = new ForwarderSimulator('b827ebfffe00c0de');
@@ -62,18 +63,13 @@ describe("the central's console for a managed fleet", () => {
   const atCentral = (method: string, path: string, json?: unknown) => api(central.url, method, path, { token: app, json });
 
   before(async () => {
-    central = await startDaemon({ dataDir: centralDir, env: { OUTPOST_ROLE: 'central' } });
-    app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token;
-    greenhouse = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'greenhouse-7'], centralDir);
-    cliJson(['gateway', 'create', '--name', 'barn'], centralDir);
-    const file = join(gatewayDir, 'config.json');
-    writeFileSync(file, JSON.stringify({ version: 1, upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1 } }));
-    gateway = await startDaemon({
-      dataDir: gatewayDir,
-      args: ['--config', file],
-      env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${central.mqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: greenhouse.id, OUTPOST_UPSTREAM_TOKEN: greenhouse.token },
-    });
-    await until('the gateway connected', async () => (await atCentral('GET', `/gateway/${greenhouse.id}`)).body?.connected === true);
+    fleet = await startFleet();
+    ({ central, app } = fleet);
+    greenhouse = fleet.addGateway('greenhouse-7', { upstream: { reconnectMinMs: 100, reconnectMaxMs: 500, statusIntervalSeconds: 1 } });
+    fleet.addGateway('barn');
+    gatewayDir = greenhouse.dir;
+    gateway = await fleet.startGateway(greenhouse);
+    await fleet.untilConnected(greenhouse);
     // A device managed from the central: created there for the gateway, with ABP settings that go down.
     const created = await atCentral('POST', '/devices', { name: 'soil-probe', gateway: greenhouse.id });
     assert.equal(created.status, 201, created.text);
@@ -107,10 +103,7 @@ describe("the central's console for a managed fleet", () => {
   after(async () => {
     fwd.close();
     await browser?.close();
-    await gateway?.stop();
-    await central?.stop();
-    removeDir(gatewayDir);
-    removeDir(centralDir);
+    await fleet?.close();
   });
 
   it('GET /device/<id>/radio at the central has what the gateway forwarded, with the gateway named; GET /device/<id> says it is managed', async () => {
@@ -133,7 +126,7 @@ describe("the central's console for a managed fleet", () => {
     assert.deepEqual((await atCentral('GET', '/devices')).body.find((d: { id: string }) => d.id === node.id).link, device.link);
     // At the gateway the same device is managed by its central, and heard by its radio.
     const local = cliJson<{ token: string }>(['token', 'create', '--name', 'local', '--scopes', 'read'], gatewayDir).token;
-    const atGateway = (await api(gateway!.url, 'GET', `/device/${node.id}`, { token: local })).body;
+    const atGateway = (await api(gateway.url, 'GET', `/device/${node.id}`, { token: local })).body;
     assert.deepEqual(atGateway.managed, { revision: device.managed.revision });
     assert.equal(atGateway.link.type, 'lorawan');
     assert.equal(atGateway.link.rssi, -97);
@@ -192,8 +185,7 @@ describe("the central's console for a managed fleet", () => {
   });
 
   it("the gateway page shows every gateway's config state: a change waiting for an offline gateway is pending", async () => {
-    await gateway!.stop();
-    gateway = undefined;
+    await fleet!.stopGateway(greenhouse);
     await until('the gateway offline', async () => (await atCentral('GET', `/gateway/${greenhouse.id}`)).body.connected === false);
     assert.equal((await atCentral('POST', '/devices', { name: 'second-probe', gateway: greenhouse.id })).status, 201);
     const page = await browser.newPage();
