@@ -24,12 +24,18 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const PACKAGE_DIR = process.env.OUTPOST_PACKAGE_DIR ?? join(ROOT, 'dist-pkg');
 export const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
+/**
+ * The version of the same tree built a second time as an older release, the one the upgrade test
+ * starts from (test/package/run.mjs builds it for amd64 only).
+ */
+export const PREVIOUS_VERSION = process.env.OUTPOST_PACKAGE_PREVIOUS_VERSION ?? `${VERSION}~previous`;
+
 export function targetOf(arch: Arch): Target {
   return (TARGETS as Record<Arch, Target>)[arch];
 }
 
-export function debFor(arch: Arch): string {
-  const deb = join(PACKAGE_DIR, `outpost_${VERSION}_${arch}.deb`);
+export function debFor(arch: Arch, version: string = VERSION): string {
+  const deb = join(PACKAGE_DIR, `outpost_${version}_${arch}.deb`);
   if (!existsSync(deb)) throw new Error(`${deb} is missing: the package tests run through npm run test:arm, which builds it first`);
   return deb;
 }

@@ -5,19 +5,13 @@
 // It needs root, and refuses to run where an outpost package or user already exists.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { debFor, tool } from './helpers.js';
-import { awaitReady } from '../helpers/daemon.js';
-
-const dpkgStatus = () => spawnSync('dpkg-query', ['-W', '-f', '${Status}', 'outpost'], { encoding: 'utf8' }).stdout;
-const userExists = () => spawnSync('getent', ['passwd', 'outpost']).status === 0;
-const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
-const ownerOf = (path: string) => tool('stat', ['-c', '%U:%G', path]).trim();
+import { assertMachineIsFree, dpkgStatus, modeOf, outpostAsService, ownerOf, startInstalledService, userExists } from './installed.js';
 
 test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpost status, remove keeps data, purge removes it', { timeout: 300_000 }, async () => {
-  assert.equal(process.getuid?.(), 0, 'installing a package needs root (CI runs as root)');
-  assert.ok(!dpkgStatus().includes('installed') && !userExists(), 'an outpost package or user already exists on this machine; this test installs and purges its own');
+  assert.equal(assertMachineIsFree(), undefined);
   assert.ok(!existsSync('/run/systemd/system'), 'this test is for a machine without systemd running');
   const deb = debFor('amd64');
   try {
@@ -44,28 +38,19 @@ test('amd64 package: dpkg -i without systemd, outpost run by hand answers outpos
 
     // The service started by hand as its user (sudo -u outpost outpost run), on the package's
     // configuration and data directory; the command line asked the same way.
-    const outpost = { uid: Number(tool('id', ['-u', 'outpost'])), gid: Number(tool('id', ['-g', 'outpost'])) };
-    const daemon = spawn('/usr/bin/outpost', ['run'], {
-      ...outpost,
-      env: { ...process.env, OUTPOST_HTTP_PORT: '0', OUTPOST_MQTT_PORT: '0', OUTPOST_GWMP_PORT: '0', OUTPOST_BS_PORT: '0', OUTPOST_CONFIG: undefined, OUTPOST_DATA_DIR: undefined, NODE_EXTRA_CA_CERTS: undefined },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const { exited, ready } = awaitReady(daemon, 'the installed service', 30_000);
+    const service = await startInstalledService();
+    let stopped: number | null;
     try {
-      await ready;
       // No flags: the command finds the service's configuration, and through it the data directory.
-      const env = { ...process.env };
-      delete env.OUTPOST_CONFIG;
-      delete env.OUTPOST_DATA_DIR;
-      const asked = spawnSync('/usr/bin/outpost', ['status', '--json'], { env, uid: outpost.uid, gid: outpost.gid, encoding: 'utf8' });
+      const asked = outpostAsService(['status', '--json']);
       assert.equal(asked.status, 0, asked.stderr);
       const status = JSON.parse(asked.stdout) as { dataDir: string; version: string };
       assert.equal(status.dataDir, '/var/lib/outpost');
       assert.equal(status.version, JSON.parse(readFileSync('/usr/lib/outpost/package.json', 'utf8')).version);
     } finally {
-      daemon.kill('SIGTERM');
+      stopped = await service.stop();
     }
-    assert.equal(await exited, 0, 'clean stop');
+    assert.equal(stopped, 0, 'clean stop');
     assert.equal(ownerOf('/var/lib/outpost/outpost.db'), 'outpost:outpost', 'the database is in /var/lib/outpost, owned by the service user');
 
     // An edited configuration survives reinstalling the package.

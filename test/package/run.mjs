@@ -1,13 +1,14 @@
 // `npm run test:arm`: builds the arm64, armhf and amd64 packages and runs the package tests on them:
-// the QEMU proof of both ARM packages, the amd64 package installed with dpkg, and the check that a
-// second build gives the same bytes. Usage: node test/package/run.mjs [substring filter...]
+// the QEMU proof of both ARM packages, the amd64 package installed with dpkg, the upgrade to it from
+// the same tree built as an older version (PREVIOUS_VERSION), and the check that a second build gives
+// the same bytes. Usage: node test/package/run.mjs [substring filter...]
 //
 // The packages are built from the last commit (git archive HEAD, as a clean clone would have it), so
 // they are what a release of that commit holds, whatever is being edited in the checkout meanwhile;
 // the tests themselves run from the checkout. Commit before running it on changed sources, or name
 // another commit or tag with OUTPOST_PACKAGE_REF.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const filters = process.argv.slice(2);
 const ARCHES = ['arm64', 'armhf', 'amd64'];
+/** The version the upgrade test starts from: dpkg orders `~` before anything, so it is older. */
+const PREVIOUS_VERSION = `${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}~previous`;
 
 // Debian packages the build and the proof need; say which are missing rather than fail obscurely.
 const TOOLS = {
@@ -50,16 +53,30 @@ const timings = {};
 try {
   // Two builds at a time: most of a cold build is compiling SQLite's single C file, which keeps one
   // core busy, so two side by side use both cores of a small CI machine.
+  // The older amd64 package waits for the amd64 one: built after it, it finds the native module and
+  // the runtime in the cache (a few seconds), and the two never compile into the cache at once.
   const started = Date.now();
-  const builds = [];
-  const queue = [...ARCHES.keys()];
+  const jobs = [
+    ...ARCHES.map((arch) => ({ name: arch, arch, args: [] })),
+    { name: `amd64 ${PREVIOUS_VERSION}`, arch: 'amd64', args: ['--version', PREVIOUS_VERSION], after: 'amd64' },
+  ];
+  const done = new Map(jobs.map((job) => {
+    let resolve;
+    const promise = new Promise((r) => { resolve = r; });
+    return [job.name, { promise, resolve }];
+  }));
+  const queue = [...jobs];
   await Promise.all([0, 1].map(async () => {
-    for (let i = queue.shift(); i !== undefined; i = queue.shift()) builds[i] = await buildPackage(ARCHES[i]);
+    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+      if (job.after) await done.get(job.after).promise;
+      job.build = await buildPackage(job.arch, job.args);
+      done.get(job.name).resolve();
+    }
   }));
   timings['packages (two at a time)'] = Date.now() - started;
-  for (const [i, build] of builds.entries()) {
-    timings[`package ${ARCHES[i]}`] = build.ms;
-    if (build.code !== 0) fail(`building the ${ARCHES[i]} package failed (exit ${build.code})`);
+  for (const job of jobs) {
+    timings[`package ${job.name}`] = job.build.ms;
+    if (job.build.code !== 0) fail(`building the ${job.name} package failed (exit ${job.build.code})`);
   }
 
   const files = readdirSync(join(root, 'test', 'package'))
@@ -73,7 +90,7 @@ try {
   const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, SOURCE_DATE_EPOCH: epoch, OUTPOST_PACKAGE_DIR: out, OUTPOST_PACKAGE_CACHE: cache, OUTPOST_PACKAGE_SOURCE: source },
+    env: { ...process.env, SOURCE_DATE_EPOCH: epoch, OUTPOST_PACKAGE_DIR: out, OUTPOST_PACKAGE_CACHE: cache, OUTPOST_PACKAGE_SOURCE: source, OUTPOST_PACKAGE_PREVIOUS_VERSION: PREVIOUS_VERSION },
   });
   timings.tests = Date.now() - testsStarted;
   mkdirSync(join(root, 'test', 'artifacts'), { recursive: true });
@@ -90,9 +107,9 @@ function fail(message) {
   process.exit(1);
 }
 
-function buildPackage(arch) {
+function buildPackage(arch, args) {
   const started = Date.now();
-  const child = spawn(process.execPath, [join(source, 'scripts', 'package', 'package.mjs'), '--arch', arch, '--out', out, '--cache', cache], {
+  const child = spawn(process.execPath, [join(source, 'scripts', 'package', 'package.mjs'), '--arch', arch, '--out', out, '--cache', cache, ...args], {
     stdio: 'inherit',
     env: { ...process.env, SOURCE_DATE_EPOCH: epoch },
   });
