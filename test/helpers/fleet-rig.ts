@@ -12,12 +12,19 @@ export interface FleetGateway {
   dir: string;
   /** The gateway's config file (in its data dir), when it was given a config. */
   configFile?: string;
+  /** Environment the gateway's daemon starts with besides its upstream settings. */
+  env: Record<string, string | undefined>;
   daemon?: RunningDaemon;
 }
 
 export interface FleetOptions {
   /** The central's config file's content beside `role: "central"`; without one the role comes from OUTPOST_ROLE. */
   centralConfig?: Record<string, unknown>;
+  /**
+   * Environment for the central's daemon and for the CLI run on its data dir (a central node on
+   * PostgreSQL: its OUTPOST_POSTGRES_URL, since its catalog writes go there, docs/scale-out.md).
+   */
+  centralEnv?: Record<string, string | undefined>;
 }
 
 export interface Fleet {
@@ -30,7 +37,7 @@ export interface Fleet {
   app: string;
   gateways: FleetGateway[];
   /** Creates a gateway at the central (CLI) with a fresh data dir; `config` is its config file's content. */
-  addGateway(name: string, config?: Record<string, unknown>): FleetGateway;
+  addGateway(name: string, config?: Record<string, unknown>, env?: Record<string, string | undefined>): FleetGateway;
   /** Starts the gateway's daemon with its upstream set to the central. */
   startGateway(g: FleetGateway): Promise<RunningDaemon>;
   /** Whether the central counts the gateway as connected (GET /gateway/<id>). */
@@ -47,8 +54,9 @@ export interface Fleet {
 
 export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
   const centralDir = tempDataDir();
+  const centralEnv = options.centralEnv ?? {};
   const centralStart = (mqttPort: number) => {
-    const env = { OUTPOST_MQTT_PORT: String(mqttPort) };
+    const env = { ...centralEnv, OUTPOST_MQTT_PORT: String(mqttPort) };
     if (!options.centralConfig) return startDaemon({ dataDir: centralDir, env: { ...env, OUTPOST_ROLE: 'central' } });
     const file = join(centralDir, 'config.json');
     writeFileSync(file, JSON.stringify({ version: 1, role: 'central', ...options.centralConfig }));
@@ -69,9 +77,9 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     centralMqttPort,
     app: '',
     gateways,
-    addGateway(name, config) {
-      const created = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', name], centralDir);
-      const g: FleetGateway = { id: created.id, token: created.token, dir: tempDataDir() };
+    addGateway(name, config, env = {}) {
+      const created = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', name], centralDir, centralEnv);
+      const g: FleetGateway = { id: created.id, token: created.token, dir: tempDataDir(), env };
       if (config) {
         g.configFile = join(g.dir, 'config.json');
         writeFileSync(g.configFile, JSON.stringify({ version: 1, ...config }));
@@ -83,7 +91,7 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
       g.daemon = await startDaemon({
         dataDir: g.dir,
         args: g.configFile ? ['--config', g.configFile] : [],
-        env: { OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${centralMqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g.id, OUTPOST_UPSTREAM_TOKEN: g.token },
+        env: { ...g.env, OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${centralMqttPort}`, OUTPOST_UPSTREAM_GATEWAY_ID: g.id, OUTPOST_UPSTREAM_TOKEN: g.token },
       });
       return g.daemon;
     },
@@ -114,7 +122,7 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     },
   };
   try {
-    fleet.app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir).token;
+    fleet.app = cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir, centralEnv).token;
   } catch (err) {
     await fleet.close();
     throw err;

@@ -4,11 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import mqtt from 'mqtt';
-import { api, cli, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../helpers/daemon.js';
+import { api, cli, cliJson, type RunningDaemon } from '../helpers/daemon.js';
+import { startFleet } from '../helpers/fleet-rig.js';
 import { sleep, until } from '../helpers/wait.js';
 
 const OUTAGE_MS = Number(process.env.OUTPOST_SYNC_OUTAGE_S ?? 8) * 1000;
@@ -49,62 +49,24 @@ async function upstream(daemon: RunningDaemon) {
   return (await api(daemon.url, 'GET', '/healthz')).body.upstream as { link: string; depth: number; sent: number };
 }
 
-interface Central {
-  daemon: RunningDaemon;
-  dataDir: string;
-  mqttPort: number;
-  app: string;
-}
-
 /** What the CLI needs besides the data directory to change a central's catalog (its PostgreSQL, when there is one). */
 const centralEnv = { OUTPOST_ROLE: 'central', OUTPOST_POSTGRES_URL: process.env.OUTPOST_TEST_POSTGRES_URL };
 
-async function startCentral(dataDir: string, mqttPort = 0): Promise<RunningDaemon> {
-  // test/scale-out/same-suite.test.ts runs this file again against a central node on PostgreSQL.
-  return startDaemon({ dataDir, env: { OUTPOST_ROLE: 'central', OUTPOST_MQTT_PORT: String(mqttPort), OUTPOST_POSTGRES_URL: process.env.OUTPOST_TEST_POSTGRES_URL } });
-}
-
-async function startGateway(dataDir: string, central: Central, gateway: { id: string; token: string }): Promise<RunningDaemon> {
-  const file = join(dataDir, 'config.json');
-  writeFileSync(file, JSON.stringify({ version: 1, upstream: { window: WINDOW, reconnectMinMs: 100, reconnectMaxMs: 1000, statusIntervalSeconds: 1 } }));
-  return startDaemon({
-    dataDir,
-    args: ['--config', file],
-    env: {
-      OUTPOST_RATE_LIMIT: '0',
-      OUTPOST_UPSTREAM_URL: `mqtt://127.0.0.1:${central.mqttPort}`,
-      OUTPOST_UPSTREAM_GATEWAY_ID: gateway.id,
-      OUTPOST_UPSTREAM_TOKEN: gateway.token,
-    },
-  });
-}
-
 test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
-  const centralDir = tempDataDir();
-  const gwDir = tempDataDir();
-  let centralDaemon = await startCentral(centralDir);
-  let gateway!: RunningDaemon;
-  t.after(async () => {
-    if (gateway) await gateway.stop();
-    await centralDaemon.stop();
-    removeDir(gwDir);
-    removeDir(centralDir);
-  });
-  const central: Central = {
-    daemon: centralDaemon,
-    dataDir: centralDir,
-    mqttPort: centralDaemon.mqttPort,
-    app: cliJson<{ token: string }>(['token', 'create', '--name', 'ops', '--scopes', 'read,command,admin'], centralDir, centralEnv).token,
-  };
-  const g1 = cliJson<{ id: string; token: string }>(['gateway', 'create', '--name', 'north'], centralDir, centralEnv);
-  const g2 = (await api(central.daemon.url, 'POST', '/gateways', { token: central.app, json: { name: 'south' } })).body as { id: string; token: string };
+  // test/scale-out/same-suite.test.ts runs this file again against a central node on PostgreSQL.
+  const fleet = await startFleet({ centralEnv });
+  t.after(() => fleet.close());
+  const { centralDir } = fleet;
+  const g1 = fleet.addGateway('north', { upstream: { window: WINDOW, reconnectMinMs: 100, reconnectMaxMs: 1000, statusIntervalSeconds: 1 } }, { OUTPOST_RATE_LIMIT: '0' });
+  const gwDir = g1.dir;
+  const g2 = (await api(fleet.central.url, 'POST', '/gateways', { token: fleet.app, json: { name: 'south' } })).body as { id: string; token: string };
   assert.match(g1.token, /^gateway:/);
   assert.match(g2.token, /^gateway:/);
 
   const device = cliJson<{ id: string; token: string }>(['device', 'create', '--name', 'pump'], gwDir);
   cliJson(['asset', 'create', device.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], gwDir);
   cliJson(['asset', 'create', device.id, '--name', 'valve', '--is', 'actuator', '--profile', '{"type":"boolean"}'], gwDir);
-  gateway = await startGateway(gwDir, central, g1);
+  let gateway = await fleet.startGateway(g1);
   const sent: number[] = [];
   let next = 0;
   const put = async (count: number) => {
@@ -119,27 +81,27 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
     await t.test('the catalog creates the device at the central with the same ID, before its states', async () => {
       await put(20);
       await until('states at the central', () => storedValues(centralDir, device.id, 'n').length === 20);
-      const view = await api(central.daemon.url, 'GET', `/device/${device.id}`, { token: central.app });
+      const view = await api(fleet.central.url, 'GET', `/device/${device.id}`, { token: fleet.app });
       assert.equal(view.status, 200, view.text);
       assert.equal(view.body.name, 'pump');
       assert.equal(view.body.gatewayId, g1.id);
       assert.deepEqual(view.body.assets.map((a: { name: string }) => a.name).sort(), ['n', 'valve']);
-      const gw = await api(central.daemon.url, 'GET', `/gateway/${g1.id}`, { token: central.app });
+      const gw = await api(fleet.central.url, 'GET', `/gateway/${g1.id}`, { token: fleet.app });
       assert.equal(gw.body.connected, true);
       assert.deepEqual(gw.body.devices, [device.id]);
       assert.ok(gw.body.lastSeen);
-      const list = await api(central.daemon.url, 'GET', '/gateways', { token: central.app });
+      const list = await api(fleet.central.url, 'GET', '/gateways', { token: fleet.app });
       assert.deepEqual(list.body.map((g: { id: string }) => g.id).sort(), [g1.id, g2.id].sort());
       // An asset added at the gateway reaches the central too.
       cliJson(['asset', 'create', device.id, '--name', 'temp', '--is', 'sensor', '--profile', '{"type":"number"}'], gwDir);
       await until('the new asset at the central', async () => {
-        const v = await api(central.daemon.url, 'GET', `/device/${device.id}`, { token: central.app });
+        const v = await api(fleet.central.url, 'GET', `/device/${device.id}`, { token: fleet.app });
         return v.body.assets.some((a: { name: string }) => a.name === 'temp');
       });
     });
 
     await t.test('gateway status is retained at the central', async () => {
-      const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: central.app, reconnectPeriod: 0 });
+      const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${fleet.centralMqttPort}`, { username: fleet.app, reconnectPeriod: 0 });
       const statuses: Array<Record<string, unknown>> = [];
       reader.on('message', (_t, p) => statuses.push(JSON.parse(p.toString())));
       await reader.subscribeAsync('gateway/+/status', { qos: 1 });
@@ -160,12 +122,11 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
         }
       })();
       await sleep(1000);
-      await central.daemon.stop();
-      await until('link down', async () => (await upstream(gateway)).link === 'down');
-      assert.equal((await api(gateway.url, 'GET', '/healthz')).status, 200, 'degraded, not failed');
-      await sleep(OUTAGE_MS);
-      centralDaemon = await startCentral(centralDir, central.mqttPort);
-      central.daemon = centralDaemon;
+      await fleet.restartCentral(async () => {
+        await until('link down', async () => (await upstream(gateway)).link === 'down');
+        assert.equal((await api(gateway.url, 'GET', '/healthz')).status, 200, 'degraded, not failed');
+        await sleep(OUTAGE_MS);
+      });
       await sleep(1500);
       running = false;
       await loop;
@@ -175,30 +136,28 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
     });
 
     await t.test('kill -9 of the gateway in the middle of a drain: nothing lost, duplicates bounded and dropped by the central', async () => {
-      await central.daemon.stop();
-      // A backlog while the central is away, published fast over MQTT.
-      const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${gateway.mqttPort}`, { username: device.token, reconnectPeriod: 0 });
       const backlog = 5000;
-      await Promise.all(
-        Array.from({ length: backlog }, (_, i) => client.publishAsync(`device/${device.id}/asset/n/state`, JSON.stringify({ value: next + i }), { qos: 1 })),
-      );
-      for (let i = 0; i < backlog; i++) sent.push(next++);
-      await client.endAsync();
-      assert.equal((await upstream(gateway)).depth, backlog);
-      centralDaemon = await startCentral(centralDir, central.mqttPort);
-      central.daemon = centralDaemon;
+      await fleet.restartCentral(async () => {
+        // A backlog while the central is away, published fast over MQTT.
+        const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${gateway.mqttPort}`, { username: device.token, reconnectPeriod: 0 });
+        await Promise.all(
+          Array.from({ length: backlog }, (_, i) => client.publishAsync(`device/${device.id}/asset/n/state`, JSON.stringify({ value: next + i }), { qos: 1 })),
+        );
+        for (let i = 0; i < backlog; i++) sent.push(next++);
+        await client.endAsync();
+        assert.equal((await upstream(gateway)).depth, backlog);
+      });
       const before = sent.length - backlog;
       await until('the drain under way', () => storedValues(centralDir, device.id, 'n').length > before + 200, 60_000);
-      gateway.proc.kill('SIGKILL');
-      await gateway.exited;
+      await fleet.stopGateway(g1, 'SIGKILL');
       const atKill = storedValues(centralDir, device.id, 'n').length;
       assert.ok(atKill < sent.length, `killed in the middle of the drain (${atKill} of ${sent.length})`);
-      gateway = await startGateway(gwDir, central, g1);
+      gateway = await fleet.startGateway(g1);
       await until('outbox drained after the restart', async () => (await upstream(gateway)).depth === 0, 60_000);
       const stored = storedValues(centralDir, device.id, 'n');
       assert.deepEqual(new Set(stored).size, stored.length, 'no state stored twice');
       assert.deepEqual([...stored].sort((a, b) => a - b), sent, 'nothing lost');
-      const duplicates = await metric(central.daemon, 'outpost_sync_duplicates_total');
+      const duplicates = await metric(fleet.central, 'outpost_sync_duplicates_total');
       assert.ok(duplicates <= 2 * WINDOW, `${duplicates} duplicates, bounded by the window`);
       console.log(`kill -9 mid-drain: ${atKill} of ${sent.length} at the central when killed, ${duplicates} duplicates dropped`);
     });
@@ -207,8 +166,8 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       const local = await mqtt.connectAsync(`mqtt://127.0.0.1:${gateway.mqttPort}`, { username: device.token, reconnectPeriod: 0 });
       const got = new Promise<{ value: boolean; at: string }>((resolve) => local.on('message', (_t, p) => resolve(JSON.parse(p.toString()))));
       await local.subscribeAsync(`device/${device.id}/asset/valve/command`, { qos: 1 });
-      await until('gateway connected', async () => (await api(central.daemon.url, 'GET', `/gateway/${g1.id}`, { token: central.app })).body.connected === true);
-      const r = await api(central.daemon.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: central.app, json: { value: true } });
+      await until('gateway connected', async () => (await api(fleet.central.url, 'GET', `/gateway/${g1.id}`, { token: fleet.app })).body.connected === true);
+      const r = await api(fleet.central.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: fleet.app, json: { value: true } });
       assert.equal(r.status, 202, r.text);
       assert.equal(r.body.delivered.gateway, 'sent');
       const command = await got;
@@ -216,10 +175,10 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       await local.endAsync();
 
       await gateway.stop();
-      await until('gateway offline at the central', async () => (await api(central.daemon.url, 'GET', `/gateway/${g1.id}`, { token: central.app })).body.connected === false);
-      const queued = await api(central.daemon.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: central.app, json: { value: false } });
+      await until('gateway offline at the central', async () => (await api(fleet.central.url, 'GET', `/gateway/${g1.id}`, { token: fleet.app })).body.connected === false);
+      const queued = await api(fleet.central.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: fleet.app, json: { value: false } });
       assert.equal(queued.body.delivered.gateway, 'queued');
-      gateway = await startGateway(gwDir, central, g1);
+      gateway = await fleet.startGateway(g1);
       // Kept as the one device command message it goes down as (docs/sync.md).
       const kept = `SELECT at, value, source FROM commands WHERE source = 'upstream' AND value = '{"valve":false}'`;
       await until('the kept command delivered at the gateway', () => query<{ at: number; value: string; source: string }>(gwDir, kept).length === 1);
@@ -231,7 +190,7 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       const other = cliJson<{ id: string }>(['device', 'create', '--name', 'theirs', '--gateway', g2.id], centralDir, centralEnv);
       cliJson(['asset', 'create', other.id, '--name', 'valve', '--is', 'actuator', '--profile', '{"type":"boolean"}'], centralDir, centralEnv);
       cliJson(['asset', 'create', other.id, '--name', 'n', '--is', 'sensor', '--profile', '{"type":"integer"}'], centralDir, centralEnv);
-      const g1client = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: g1.token, reconnectPeriod: 0 });
+      const g1client = await mqtt.connectAsync(`mqtt://127.0.0.1:${fleet.centralMqttPort}`, { username: g1.token, reconnectPeriod: 0 });
       const messages: Array<{ topic: string; text: string }> = [];
       g1client.on('message', (topic, p) => messages.push({ topic, text: p.toString() }));
       const refused = await g1client.subscribeAsync(`device/${other.id}/asset/+/command`, { qos: 1 }).then(
@@ -242,8 +201,8 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       assert.equal((await g1client.subscribeAsync(`gateway/${g2.id}/errors`, { qos: 1 }).catch((e: { packet?: { granted?: number[] } }) => [{ qos: e.packet?.granted?.[0] }]))[0]!.qos, 128);
       await g1client.subscribeAsync(['device/+/asset/+/command', `gateway/${g1.id}/errors`], { qos: 1 });
       // A command for the other gateway's device is not delivered on this session; one for its own is.
-      await api(central.daemon.url, 'PUT', `/device/${other.id}/asset/valve/command`, { token: central.app, json: { value: true } });
-      await api(central.daemon.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: central.app, json: { value: true } });
+      await api(fleet.central.url, 'PUT', `/device/${other.id}/asset/valve/command`, { token: fleet.app, json: { value: true } });
+      await api(fleet.central.url, 'PUT', `/device/${device.id}/asset/valve/command`, { token: fleet.app, json: { value: true } });
       await until('own command', () => messages.some((m) => m.topic.includes(device.id)));
       assert.ok(!messages.some((m) => m.topic.includes(other.id)), 'nothing of the other gateway\'s device');
       // A state for the other gateway's device: acknowledged, not stored, reported on the gateway's errors topic.
@@ -253,12 +212,12 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       // Its catalog cannot claim the device either.
       await g1client.publishAsync(`gateway/${g1.id}/device/${other.id}`, JSON.stringify({ id: other.id, name: 'stolen', assets: [] }), { qos: 1 });
       await until('catalog refusal reported', () => messages.filter((m) => m.text.includes('DEVICE_NOT_ASSIGNED')).length >= 2);
-      const theirs = await api(central.daemon.url, 'GET', `/device/${other.id}`, { token: central.app });
+      const theirs = await api(fleet.central.url, 'GET', `/device/${other.id}`, { token: fleet.app });
       assert.equal(theirs.body.name, 'theirs');
       assert.equal(theirs.body.gatewayId, g2.id);
       // Over HTTP the token reads its own devices only.
-      assert.equal((await api(central.daemon.url, 'GET', `/device/${other.id}`, { token: g1.token })).status, 403);
-      assert.equal((await api(central.daemon.url, 'GET', `/device/${device.id}`, { token: g1.token })).status, 200);
+      assert.equal((await api(fleet.central.url, 'GET', `/device/${other.id}`, { token: g1.token })).status, 403);
+      assert.equal((await api(fleet.central.url, 'GET', `/device/${device.id}`, { token: g1.token })).status, 200);
       // Publishing under another gateway's topics closes the connection.
       const closed = new Promise<void>((resolve) => g1client.once('close', () => resolve()));
       g1client.publish(`gateway/${g2.id}/status`, '{"online":true}', { qos: 1 });
@@ -285,24 +244,24 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
 
       cli(['device', 'delete', device.id, '--data', gwDir]);
       await until('removedAtGateway at the central', async () => {
-        const v = await api(central.daemon.url, 'GET', `/device/${device.id}`, { token: central.app });
+        const v = await api(fleet.central.url, 'GET', `/device/${device.id}`, { token: fleet.app });
         return typeof v.body.removedAtGateway === 'string';
       });
       assert.ok(storedValues(centralDir, device.id, 'n').length > 0, 'its data stays');
     });
 
     await t.test('gateway status goes offline on a clean stop; gateway delete revokes its token', async () => {
-      const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: central.app, reconnectPeriod: 0 });
+      const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${fleet.centralMqttPort}`, { username: fleet.app, reconnectPeriod: 0 });
       const statuses: Array<Record<string, unknown>> = [];
       reader.on('message', (_t, p) => statuses.push(JSON.parse(p.toString())));
       await reader.subscribeAsync(`gateway/${g1.id}/status`, { qos: 1 });
       await gateway.stop();
       await until('offline status', () => statuses.some((s) => s.online === false));
       await reader.endAsync();
-      const del = await api(central.daemon.url, 'DELETE', `/gateway/${g2.id}`, { token: central.app });
+      const del = await api(fleet.central.url, 'DELETE', `/gateway/${g2.id}`, { token: fleet.app });
       assert.equal(del.status, 204);
-      assert.equal((await api(central.daemon.url, 'GET', `/gateway/${g2.id}`, { token: central.app })).status, 404);
-      const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${central.mqttPort}`, { username: g2.token, reconnectPeriod: 0 }).then(
+      assert.equal((await api(fleet.central.url, 'GET', `/gateway/${g2.id}`, { token: fleet.app })).status, 404);
+      const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${fleet.centralMqttPort}`, { username: g2.token, reconnectPeriod: 0 }).then(
         (c) => (c.end(true), 'connected'),
         (err: Error) => err.message,
       );
