@@ -85,7 +85,8 @@ function assertKept(uid: string, what: string): void {
   assert.equal(ownerOf(CONFIG), 'root:outpost', what);
   assert.match(readFileSync(CONFIG, 'utf8'), /edited by the admin before the upgrade/, `${what}: the edited conffile is kept`);
   assert.ok(!existsSync(`${CONFIG}.dpkg-dist`) && !existsSync(`${CONFIG}.dpkg-new`), `${what}: the packaged conffile did not change, so dpkg neither asks nor leaves a copy`);
-  assert.equal(ownerOf(DB), 'outpost:outpost', `${what}: the database is kept`);
+  assert.ok(existsSync(DB), `${what}: the database is kept`);
+  assert.equal(ownerOf(DB), 'outpost:outpost', `${what}: the database stays the service user's`);
   assert.ok(existsSync('/etc/systemd/system/multi-user.target.wants/outpost.service'), `${what}: the unit stays enabled`);
 }
 
