@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { queryStore } from '../helpers/sqlite.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { ROOT, api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
 import { startFleet, type Fleet, type FleetGateway } from '../helpers/fleet-rig.js';
@@ -24,14 +24,6 @@ const launch = () =>
 
 const ARTIFACTS = join(ROOT, 'test', 'artifacts');
 
-function rows(dataDir: string, sql: string, ...params: unknown[]): unknown[] {
-  const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).all(...params);
-  } finally {
-    db.close();
-  }
-}
 
 async function signIn(page: Page, url: string, token: string) {
   await page.goto(`${url}/console/`);
@@ -80,7 +72,7 @@ describe("the central's console for a managed fleet", () => {
     }
     const lw = await atCentral('PUT', `/device/${node.id}/lorawan`, { activation: 'abp', devAddr: keys.devAddr, nwkSKey: keys.nwkSKey.toString('hex'), appSKey: keys.appSKey.toString('hex') });
     assert.equal(lw.status, 200, lw.text);
-    await until('the LoRaWAN settings at the gateway', () => rows(gatewayDir, 'SELECT 1 FROM lorawan_devices WHERE device_id = ?', node.id).length === 1);
+    await until('the LoRaWAN settings at the gateway', () => queryStore(gatewayDir, 'SELECT 1 FROM lorawan_devices WHERE device_id = ?', node.id).length === 1);
     await until('every revision applied', async () => (await atCentral('GET', `/gateway/${greenhouse.id}`)).body.config.pending === 0);
 
     // The device is heard by a packet forwarder at the gateway, and a command for it goes down in its RX window.
@@ -88,7 +80,7 @@ describe("the central's console for a managed fleet", () => {
     await fwd.pull();
     const command = await atCentral('PUT', `/device/${node.id}/command`, { valve: true, level: 3 });
     assert.equal(command.status, 202, command.text);
-    await until('the command queued at the gateway', () => rows(gatewayDir, "SELECT 1 FROM downlinks WHERE device_id = ? AND status = 'queued'", node.id).length >= 1);
+    await until('the command queued at the gateway', () => queryStore(gatewayDir, "SELECT 1 FROM downlinks WHERE device_id = ? AND status = 'queued'", node.id).length >= 1);
     // On a loaded machine the gateway may miss the receive window: the command then waits for the next uplink.
     const sent = async () => (await atCentral('GET', `/device/${node.id}/radio`)).body?.downlinks?.some((d: { status: string }) => d.status === 'sent') === true;
     for (let attempt = 0; attempt < 4 && !(await sent()); attempt++) {

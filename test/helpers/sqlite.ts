@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import BetterSqlite3, { type Database } from 'better-sqlite3';
+import { DATA_FILES } from '../../src/store/data-dir.js';
 
 /**
  * A second, read-only connection to a store's file, for tests that check rows the store's API does
@@ -7,4 +9,17 @@ import BetterSqlite3, { type Database } from 'better-sqlite3';
  */
 export function inspect(path: string): Database {
   return new BetterSqlite3(path, { readonly: true, fileMustExist: true });
+}
+
+/**
+ * The rows a query finds in the store of a data dir, read through a connection opened and closed for
+ * this one query, so a daemon running on that dir (another process) is never held up by the test.
+ */
+export function queryStore<T = Record<string, unknown>>(dataDir: string, sql: string, ...params: unknown[]): T[] {
+  const db = inspect(join(dataDir, DATA_FILES.database));
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
 }

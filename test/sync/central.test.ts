@@ -4,8 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { queryStore } from '../helpers/sqlite.js';
 import mqtt from 'mqtt';
 import { api, cli, cliJson, type RunningDaemon } from '../helpers/daemon.js';
 import { startFleet } from '../helpers/fleet-rig.js';
@@ -14,27 +13,19 @@ import { sleep, until } from '../helpers/wait.js';
 const OUTAGE_MS = Number(process.env.OUTPOST_SYNC_OUTAGE_S ?? 8) * 1000;
 const WINDOW = 32;
 
-function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
-  const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
-}
 
 /** Values of one asset at the central, in the order they were stored. */
 function storedValues(dataDir: string, deviceId: string, asset: string): number[] {
   const postgres = process.env.OUTPOST_TEST_POSTGRES_URL;
   if (postgres) {
     // A central node on PostgreSQL keeps its states there, not in its SQLite file (docs/scale-out.md).
-    const [row] = query<{ id: string }>(dataDir, 'SELECT id FROM assets WHERE device_id = ? AND name = ?', deviceId, asset);
+    const [row] = queryStore<{ id: string }>(dataDir, 'SELECT id FROM assets WHERE device_id = ? AND name = ?', deviceId, asset);
     if (!row) return [];
     const out = spawnSync('psql', [postgres, '-v', 'ON_ERROR_STOP=1', '-At', '-c', `SELECT value FROM states WHERE asset_id = '${row.id}' ORDER BY id`], { encoding: 'utf8' });
     if (out.status !== 0) throw new Error(`psql failed: ${out.stderr}`);
     return out.stdout.split('\n').filter((line) => line !== '').map((v) => JSON.parse(v) as number);
   }
-  return query<{ value: string }>(dataDir, 'SELECT s.value FROM states s JOIN assets a ON a.id = s.asset_id WHERE a.device_id = ? AND a.name = ? ORDER BY s.seq', deviceId, asset).map(
+  return queryStore<{ value: string }>(dataDir, 'SELECT s.value FROM states s JOIN assets a ON a.id = s.asset_id WHERE a.device_id = ? AND a.name = ? ORDER BY s.seq', deviceId, asset).map(
     (r) => JSON.parse(r.value) as number,
   );
 }
@@ -181,8 +172,8 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
       gateway = await fleet.startGateway(g1);
       // Kept as the one device command message it goes down as (docs/sync.md).
       const kept = `SELECT at, value, source FROM commands WHERE source = 'upstream' AND value = '{"valve":false}'`;
-      await until('the kept command delivered at the gateway', () => query<{ at: number; value: string; source: string }>(gwDir, kept).length === 1);
-      const [row] = query<{ at: number }>(gwDir, kept);
+      await until('the kept command delivered at the gateway', () => queryStore<{ at: number; value: string; source: string }>(gwDir, kept).length === 1);
+      const [row] = queryStore<{ at: number }>(gwDir, kept);
       assert.equal(new Date(row!.at).toISOString(), queued.body.at);
     });
 
@@ -228,7 +219,7 @@ test('an Outpost central and its gateways', { timeout: 300_000 }, async (t) => {
     await t.test('a device created at the central for the gateway arrives there by itself; chosen IDs; a device deleted at the gateway keeps its data at the central', async () => {
       // Created with --gateway at the central it is managed from there (docs/sync.md): no command on the gateway.
       const pre = cliJson<{ id: string }>(['device', 'create', '--name', 'planned', '--gateway', g1.id], centralDir, centralEnv);
-      await until('the managed device at the gateway', () => query(gwDir, 'SELECT 1 FROM devices WHERE id = ? AND name = ?', pre.id, 'planned').length === 1);
+      await until('the managed device at the gateway', () => queryStore(gwDir, 'SELECT 1 FROM devices WHERE id = ? AND name = ?', pre.id, 'planned').length === 1);
       const taken = cli(['device', 'create', '--name', 'again', '--id', pre.id, '--data', gwDir]);
       assert.notEqual(taken.code, 0);
       assert.match(taken.stderr, /DEVICE_EXISTS/);

@@ -5,8 +5,7 @@
 // one message (one LoRa frame for an ABP device); device events come up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { queryStore } from '../helpers/sqlite.js';
 import mqtt from 'mqtt';
 import { api, cli, cliJson } from '../helpers/daemon.js';
 import { startFleet, type FleetGateway as Gateway } from '../helpers/fleet-rig.js';
@@ -14,14 +13,6 @@ import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { readDownlink, uplinkFrame } from '../lpwan/frames.js';
 import { sleep, until } from '../helpers/wait.js';
 
-function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
-  const db = new Database(join(dataDir, 'outpost.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).all(...params) as T[];
-  } finally {
-    db.close();
-  }
-}
 
 test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
   const fleet = await startFleet();
@@ -33,8 +24,8 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
   const startGateway = (g: Gateway) => fleet.startGateway(g);
   const atCentral = (method: string, path: string, json?: unknown) => api(fleet.central.url, method, path, { token: app, json });
   const gatewayView = async (g: Gateway) => (await atCentral('GET', `/gateway/${g.id}`)).body as { connected: boolean; config: { managed: number; pending: number; lastAppliedAt: string | null } };
-  const localDevice = (g: Gateway, id: string) => query<{ id: string; name: string }>(g.dir, 'SELECT id, name FROM devices WHERE id = ?', id)[0];
-  const localAssets = (g: Gateway, id: string) => query<{ name: string }>(g.dir, 'SELECT name FROM assets WHERE device_id = ? ORDER BY name', id).map((a) => a.name);
+  const localDevice = (g: Gateway, id: string) => queryStore<{ id: string; name: string }>(g.dir, 'SELECT id, name FROM devices WHERE id = ?', id)[0];
+  const localAssets = (g: Gateway, id: string) => queryStore<{ name: string }>(g.dir, 'SELECT name FROM assets WHERE device_id = ? ORDER BY name', id).map((a) => a.name);
   const createManaged = async (g: Gateway, name: string) => {
     const r = await atCentral('POST', '/devices', { name, gateway: g.id });
     assert.equal(r.status, 201, r.text);
@@ -126,7 +117,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     await until('both assets commanded at the gateway', () => got.length === 2);
     assert.deepEqual(got.map((m) => m.body.at), [r.body.at, r.body.at], "with the central's at");
     // One device command in the gateway's command log, not one per asset.
-    const rows = query<{ asset_id: string | null; value: string }>(north.dir, "SELECT asset_id, value FROM commands WHERE device_id = ? AND source = 'upstream'", pump.id);
+    const rows = queryStore<{ asset_id: string | null; value: string }>(north.dir, "SELECT asset_id, value FROM commands WHERE device_id = ? AND source = 'upstream'", pump.id);
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.asset_id, null);
     assert.deepEqual(JSON.parse(rows[0]!.value), { valve: true, level: 7 });
@@ -156,12 +147,12 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.deepEqual(localAssets(south, c.id), ['level', 't', 'valve']);
     assert.equal(localDevice(south, d.id)?.name, 'd');
     // Restarting the gateway changes nothing and resends nothing it applied.
-    const applied = query<{ device_id: string; revision: number }>(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id');
+    const applied = queryStore<{ device_id: string; revision: number }>(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id');
     await south.daemon!.stop();
     await startGateway(south);
     await fleet.untilConnected(south);
     await sleep(500);
-    assert.deepEqual(query(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id'), applied);
+    assert.deepEqual(queryStore(south.dir, 'SELECT device_id, revision FROM managed_here ORDER BY device_id'), applied);
     assert.equal((await api(south.daemon!.url, 'PUT', `/device/${d.id}/asset/x/state`, { token: d.token, json: { value: 1 } })).status, 404, 'no asset x, but the token is known');
   });
 
@@ -174,14 +165,14 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
       assert.equal(r.status, 201, r.text);
       ids.push(r.body.id);
     }
-    const applied = () => query<{ n: number }>(south.dir, `SELECT count(*) AS n FROM managed_here WHERE device_id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n;
+    const applied = () => queryStore<{ n: number }>(south.dir, `SELECT count(*) AS n FROM managed_here WHERE device_id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n;
     await startGateway(south);
     await until('the catch-up under way', () => applied() > 0, 20_000);
     await fleet.stopGateway(south, 'SIGKILL');
     const atKill = applied();
     await startGateway(south);
     await until('every change applied after the restart', async () => (await gatewayView(south)).config.pending === 0 && applied() === ids.length, 30_000);
-    assert.equal(query<{ n: number }>(south.dir, `SELECT count(*) AS n FROM devices WHERE id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n, ids.length);
+    assert.equal(queryStore<{ n: number }>(south.dir, `SELECT count(*) AS n FROM devices WHERE id IN (${ids.map(() => '?').join(',')})`, ...ids)[0]!.n, ids.length);
     console.log(`kill -9 mid catch-up: ${atKill} of ${ids.length} applied when killed`);
   });
 
@@ -206,7 +197,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.equal((await putAt(north, legacy.token, 1)).status, 200);
     await until('the catalog at the central', async () => (await atCentral('GET', `/device/${legacy.id}/asset/t/state`)).body?.state?.value === 1);
     assert.equal((await atCentral('PUT', `/device/${legacy.id}/gateway`, { gateway: north.id })).status, 200);
-    await until('managed at the gateway', () => query(north.dir, 'SELECT 1 FROM managed_here WHERE device_id = ? AND deleted = 0', legacy.id).length === 1);
+    await until('managed at the gateway', () => queryStore(north.dir, 'SELECT 1 FROM managed_here WHERE device_id = ? AND deleted = 0', legacy.id).length === 1);
     assert.equal((await putAt(north, legacy.token, 2)).status, 200, 'the token issued at the gateway still works');
     const first = (await atCentral('POST', `/device/${legacy.id}/token`)).body.token as string;
     await until('the central token works at the gateway', async () => (await putAt(north, first, 3)).status === 200);
@@ -224,7 +215,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     const keys = { devAddr: '26011BDA', nwkSKey: Buffer.from('11'.repeat(16), 'hex'), appSKey: Buffer.from('22'.repeat(16), 'hex') };
     const lw = await atCentral('PUT', `/device/${node.id}/lorawan`, { activation: 'abp', devAddr: keys.devAddr, nwkSKey: keys.nwkSKey.toString('hex'), appSKey: keys.appSKey.toString('hex') });
     assert.equal(lw.status, 200, lw.text);
-    await until('the LoRaWAN settings at the gateway', () => query(north.dir, 'SELECT 1 FROM lorawan_devices WHERE device_id = ?', node.id).length === 1);
+    await until('the LoRaWAN settings at the gateway', () => queryStore(north.dir, 'SELECT 1 FROM lorawan_devices WHERE device_id = ?', node.id).length === 1);
     const reader = await mqtt.connectAsync(`mqtt://127.0.0.1:${centralMqttPort}`, { username: app, reconnectPeriod: 0 });
     const events: Array<Record<string, unknown>> = [];
     reader.on('message', (_t, p) => events.push(JSON.parse(p.toString())));
@@ -236,7 +227,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     assert.equal(command.status, 202, command.text);
     assert.notEqual(command.body.delivered.lpwan, 'queued', `not queued on the central's own radio: ${command.text}`);
     assert.deepEqual((await atCentral('GET', `/device/${node.id}/downlinks`)).body.data, [], "nothing in the central's downlink queue");
-    await until('the command queued at the gateway', () => query(north.dir, "SELECT 1 FROM downlinks WHERE device_id = ? AND status = 'queued'", node.id).length >= 1);
+    await until('the command queued at the gateway', () => queryStore(north.dir, "SELECT 1 FROM downlinks WHERE device_id = ? AND status = 'queued'", node.id).length >= 1);
     await fwd.push([{ payload: uplinkFrame(keys, { fCnt: 1, fPort: 1, payload: Buffer.from([1]) }) }]);
     await until('an uplink event at the central', () => events.some((e) => e.type === 'uplink'), 10_000);
     await until('one downlink', () => fwd.pullResps().length >= 1, 10_000);
@@ -255,7 +246,7 @@ test('a fleet managed from the central', { timeout: 300_000 }, async (t) => {
     await until('the counters at the central', async () => (await atCentral('GET', `/device/${node.id}/lorawan`)).body.fCntUp === 2);
     assert.equal((await atCentral('PUT', `/device/${node.id}/gateway`, { gateway: south.id })).status, 200);
     await until('the device at the other gateway with its counters', () =>
-      query<{ f_cnt_up: number }>(south.dir, 'SELECT f_cnt_up FROM lorawan_devices WHERE device_id = ?', node.id)[0]?.f_cnt_up === 2,
+      queryStore<{ f_cnt_up: number }>(south.dir, 'SELECT f_cnt_up FROM lorawan_devices WHERE device_id = ?', node.id)[0]?.f_cnt_up === 2,
     );
     // The two gateways apply the move independently: the first may still be removing it.
     await until('the device gone from the first gateway', () => localDevice(north, node.id) === undefined);
