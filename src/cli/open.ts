@@ -36,22 +36,22 @@ export async function withCatalogWrites<T>(config: OutpostConfig, work: (registr
   try {
     const catalog = new Catalog(store);
     const registry = new Registry(catalog, store, systemClock, config.limits, config.central);
-    if (!(config.role === 'central' && config.central.postgres) && isCatalogCache(store.path)) {
+    const onPostgres = config.role === 'central' && !!config.central.postgres;
+    if (!onPostgres && isCatalogCache(store.path)) {
       // A change made here alone would be a second record that PostgreSQL and the other nodes never see.
       throw new ConfigError(
         `${store.path} is the catalog cache of a central node on PostgreSQL (docs/scale-out.md): its devices, assets, tokens and gateways change through PostgreSQL; run the command with the node's configuration (role central and central.postgres, or OUTPOST_ROLE=central and OUTPOST_POSTGRES_URL)`,
       );
     }
-    if (config.role === 'central' && config.central.postgres) {
-      const [{ CentralDatabase }, { CatalogReplica }, { migratePostgres }] = await Promise.all([
+    if (onPostgres) {
+      const [{ CentralDatabase, isConnectionFailure }, { CatalogReplica }, { migratePostgres }] = await Promise.all([
         import('../scale-out/postgres.js'),
         import('../scale-out/catalog-replica.js'),
         import('../scale-out/schema.js'),
       ]);
-      const db = new CentralDatabase(config.central.postgres, { max: 2 });
+      const db = new CentralDatabase(config.central.postgres!, { max: 2 });
       closeWrites = () => db.close().catch(() => {});
-      await migratePostgres(db).catch(async (err: unknown) => {
-        const { isConnectionFailure } = await import('../scale-out/postgres.js');
+      await migratePostgres(db).catch((err: unknown) => {
         if (!isConnectionFailure(err)) throw err;
         throw new ServiceError('STORE_UNAVAILABLE', `store unavailable: central.postgres does not answer (${(err as Error).message}); nothing was changed`);
       });
