@@ -131,6 +131,17 @@ export class Database {
   }
 
   /**
+   * Runs `work` as one unit: as part of the caller's transaction when there is one (its rollback
+   * undoes the work too), else in a transaction of its own. Unlike a nested `transaction` it opens
+   * no savepoint: inside a savepoint SQLite first copies every page the work changes to a statement
+   * journal (a temporary file), which on the group commit's path was one more write per changed
+   * page of every commit.
+   */
+  atomically<T>(work: () => T): T {
+    return this.#handle.inTransaction ? work() : this.transaction(work);
+  }
+
+  /**
    * Like `transaction`, but its commit does not wait for the disk: the caller must await `syncLog()`
    * before acknowledging anything it wrote (the group commit, src/ingest/state-writer.ts). With
    * `synchronous` FULL a commit writes its pages to the log and then flushes the log (fdatasync)

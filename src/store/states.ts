@@ -76,12 +76,13 @@ export class StateStore {
   }
 
   /**
-   * Writes a batch of states in one transaction (a savepoint inside a caller's): history rows plus
+   * Writes a batch of states in one transaction (part of the caller's when there is one): history rows plus
    * the latest state per asset. The group commit's hot path.
    */
   write(states: readonly StoredState[]): void {
     const { insert, latest, held } = this.#writeStatements();
-    this.#db.transaction(() => {
+    // The group commit's transaction (or the savepoint of one write) already holds the batch together.
+    this.#db.atomically(() => {
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
       const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
       for (const s of states) {
