@@ -286,6 +286,38 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       DROP TRIGGER IF EXISTS replica_fleet_revision_insert; DROP TRIGGER IF EXISTS replica_fleet_revision_update; DROP TRIGGER IF EXISTS replica_fleet_revision_delete;
       DROP TABLE IF EXISTS replica_changes;
     `),
+  // The history index by asset is kept up to date in bulk (docs/architecture.md, "History index"):
+  // a state is written with `unindexed` set, outside the partial index states_asset_at, and a later
+  // write clears the flag of every such state at once, so a page of that index is written once per
+  // round instead of once per commit. Readers take both parts. The table is rebuilt without its
+  // foreign key on assets: SQLite looks a deleted asset's states up through an index on asset_id
+  // that covers every row, which a partial one does not, so each asset deletion would scan the
+  // whole history; the trigger deletes them through the two partial indexes instead.
+  (db) =>
+    db.exec(`
+      CREATE TABLE states_rebuilt (
+        seq INTEGER PRIMARY KEY,
+        asset_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        value TEXT NOT NULL,
+        received_at INTEGER NOT NULL,
+        uplink_seq INTEGER,
+        codec TEXT,
+        unindexed INTEGER
+      );
+      INSERT INTO states_rebuilt (seq, asset_id, at, value, received_at, uplink_seq, codec)
+        SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq;
+      DROP TABLE states;
+      ALTER TABLE states_rebuilt RENAME TO states;
+      CREATE INDEX states_asset_at ON states(asset_id, at, seq) WHERE unindexed IS NULL;
+      CREATE INDEX states_unindexed ON states(seq) WHERE unindexed IS NOT NULL;
+      CREATE INDEX states_at ON states(at);
+      CREATE INDEX states_uplink ON states(uplink_seq) WHERE uplink_seq IS NOT NULL;
+      CREATE TRIGGER assets_delete_states AFTER DELETE ON assets BEGIN
+        DELETE FROM states WHERE asset_id = old.id AND unindexed IS NULL;
+        DELETE FROM states WHERE seq IN (SELECT seq FROM states INDEXED BY states_unindexed WHERE unindexed IS NOT NULL AND asset_id = old.id);
+      END;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

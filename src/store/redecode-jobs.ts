@@ -1,5 +1,5 @@
 import type { Database } from './database.js';
-import type { StoredState } from './states.js';
+import { assetStatesNewestFirst, type StoredState } from './states.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -200,11 +200,15 @@ export class RedecodeJobs {
    * decoded before provenance was recorded): a re-decode cannot reach them.
    */
   notCovered(deviceId: string, from: number | null, to: number | null): NotCovered | null {
+    // Both parts of the history (docs/architecture.md, "History index"), each through its own index.
+    const lost = 's.uplink_seq IS NOT NULL AND s.at >= @from AND s.at <= @to AND NOT EXISTS (SELECT 1 FROM raw_uplinks u WHERE u.seq = s.uplink_seq)';
     const row = this.#stmt(
-      `SELECT min(s.at) AS first, max(s.at) AS last, count(*) AS n FROM states s JOIN assets a ON a.id = s.asset_id
-       WHERE a.device_id = ? AND s.uplink_seq IS NOT NULL AND s.at >= ? AND s.at <= ?
-       AND NOT EXISTS (SELECT 1 FROM raw_uplinks u WHERE u.seq = s.uplink_seq)`,
-    ).get(deviceId, from ?? NEVER, to ?? FOREVER) as Row;
+      `SELECT min(at) AS first, max(at) AS last, count(*) AS n FROM (
+         SELECT s.at FROM assets a JOIN states s ON s.asset_id = a.id AND s.unindexed IS NULL WHERE a.device_id = @device AND ${lost}
+         UNION ALL
+         SELECT s.at FROM states s INDEXED BY states_unindexed WHERE s.unindexed IS NOT NULL
+           AND s.asset_id IN (SELECT id FROM assets WHERE device_id = @device) AND ${lost})`,
+    ).get({ device: deviceId, from: from ?? NEVER, to: to ?? FOREVER }) as Row;
     const n = row.n as number;
     return n > 0 ? { from: row.first as number, to: row.last as number, states: n } : null;
   }
@@ -263,7 +267,7 @@ export class RedecodeJobs {
     // Every asset of the device, not only those this process saw change: a resumed job may have
     // rewritten others before the restart.
     const assetIds = this.#stmt('SELECT id FROM assets WHERE device_id = ?').pluck().all(deviceId) as string[];
-    const newest = this.#stmt('SELECT seq, at, value FROM states WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1');
+    const newest = this.#stmt(assetStatesNewestFirst('seq, at, value'));
     const current = this.#stmt('SELECT at, value FROM latest_states WHERE asset_id = ?');
     const upsert = this.#stmt(
       `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
@@ -272,7 +276,7 @@ export class RedecodeJobs {
     const changes: LatestChange[] = [];
     this.#db.transaction(() => {
       for (const assetId of assetIds) {
-        const top = newest.get(assetId) as Row | undefined;
+        const top = newest.get({ asset: assetId, limit: 1 }) as Row | undefined;
         // An asset whose history is gone keeps its latest state: retention may have pruned history, not the value.
         if (!top) continue;
         const before = current.get(assetId) as Row | undefined;

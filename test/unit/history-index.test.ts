@@ -1,0 +1,154 @@
+// The history index by asset is filled in rounds (docs/architecture.md, "History index"): a state
+// is written outside it and a later write puts every waiting state in at once. Whatever part a
+// state is in, every reader must see it, deletions must reach it, and an upgraded database keeps
+// every state it had.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
+import { Store } from '../../src/store/store.js';
+import { decodeHistoryCursor, type StoredState } from '../../src/store/states.js';
+import { inspect } from '../helpers/sqlite.js';
+
+const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-history-index-'));
+
+function storeWithAssets(names: string[]) {
+  const store = Store.open(tempDir());
+  const { device } = store.devices.create({ name: 'd' }, 0);
+  const assets = names.map((name) => store.assets.create({ deviceId: device.id, name, is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0));
+  return { store, device, assets };
+}
+
+const state = (assetId: string, at: number, value: number): StoredState => ({ assetId, at, valueJson: String(value), receivedAt: at });
+
+/** How many states wait outside the index, read through a second connection as any other process would. */
+function waiting(store: Store): number {
+  const peek = inspect(store.path);
+  try {
+    return peek.prepare('SELECT count(*) FROM states WHERE unindexed IS NOT NULL').pluck().get() as number;
+  } finally {
+    peek.close();
+  }
+}
+
+/** Every page of an asset's history, following `next`, newest first. */
+function wholeHistory(store: Store, assetId: string, limit: number): string[] {
+  const values: string[] = [];
+  let cursor: { at: number; seq: number } | undefined;
+  for (;;) {
+    const page = store.states.history(assetId, { limit, cursor });
+    values.push(...page.data.map((s) => s.valueJson));
+    if (!page.next) return values;
+    cursor = decodeHistoryCursor(page.next);
+  }
+}
+
+test('states waiting for the index and states in it read as one history, in order, across pages', () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  // The first write after opening runs a round (nothing waits yet), so both of its states wait after it.
+  store.states.write([state(id, 1000, 1), state(id, 3000, 3)]);
+  store.states.indexWaiting();
+  // These wait outside the index, one of them older than what the index holds.
+  store.states.write([state(id, 2000, 2), state(id, 4000, 4), state(id, 500, 0)]);
+  assert.equal(waiting(store), 3);
+  assert.deepEqual(wholeHistory(store, id, 2), ['4', '3', '2', '1', '0']);
+  assert.deepEqual(wholeHistory(store, id, 100), ['4', '3', '2', '1', '0']);
+  assert.deepEqual(store.states.history(id, { limit: 10, from: 1500, to: 3500 }).data.map((s) => s.valueJson), ['3', '2']);
+  assert.equal(store.states.count(id), 5);
+  assert.equal(store.states.count(), 5);
+  assert.deepEqual(store.states.latest(id), { at: 4000, valueJson: '4' });
+  // A round moves them into the index; nothing a reader sees changes.
+  store.states.indexWaiting();
+  assert.equal(waiting(store), 0);
+  assert.deepEqual(wholeHistory(store, id, 2), ['4', '3', '2', '1', '0']);
+  assert.equal(store.states.count(id), 5);
+  store.close();
+});
+
+test('a write indexes what waited once the oldest of it has waited the round time', async () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  store.states.write([state(id, 1, 1)]);
+  store.states.write([state(id, 2, 2), state(id, 3, 3)]);
+  assert.equal(waiting(store), 3, 'within the round, states wait');
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  store.states.write([state(id, 4, 4)]);
+  assert.equal(waiting(store), 1, 'the round ran before this write: only its own state waits');
+  assert.deepEqual(wholeHistory(store, id, 10), ['4', '3', '2', '1']);
+  store.close();
+});
+
+test('a state re-sent by a gateway is recognised even while the one held waits for the index', () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  store.states.write([state(id, 1, 1)]);
+  store.states.write([state(id, 2, 2)]);
+  assert.ok(waiting(store) > 0);
+  const resent: StoredState[] = [{ ...state(id, 2, 2), dedupe: true }, { ...state(id, 3, 3), dedupe: true }];
+  store.states.write(resent);
+  assert.equal(resent[0]!.duplicate, true);
+  assert.equal(resent[1]!.duplicate, undefined);
+  assert.deepEqual(wholeHistory(store, id, 10), ['3', '2', '1']);
+  store.close();
+});
+
+test('retention by count keeps the newest states of an asset whichever part they are in', () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  store.states.write([state(id, 1, 1), state(id, 2, 2)]);
+  store.states.indexWaiting();
+  store.states.write([state(id, 3, 3), state(id, 4, 4), state(id, 5, 5)]);
+  assert.ok(waiting(store) > 0);
+  assert.equal(store.states.prune(0, [id], 2), 3);
+  assert.deepEqual(wholeHistory(store, id, 10), ['5', '4']);
+  store.close();
+});
+
+test('deleting an asset or its device deletes its states in both parts, and only its own', () => {
+  const { store, device, assets } = storeWithAssets(['a', 'b']);
+  const [a, b] = assets.map((x) => x.id) as [string, string];
+  const other = store.devices.create({ name: 'other' }, 0).device;
+  const c = store.assets.create({ deviceId: other.id, name: 'c', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0).id;
+  store.states.write([state(a, 1, 1), state(b, 1, 1), state(c, 1, 1)]);
+  store.states.indexWaiting();
+  store.states.write([state(a, 2, 2), state(b, 2, 2), state(c, 2, 2)]);
+  assert.equal(waiting(store), 3);
+  assert.ok(store.assets.delete(a));
+  assert.equal(store.states.count(a), 0);
+  assert.equal(store.states.count(b), 2);
+  store.devices.delete(device.id);
+  assert.equal(store.states.count(b), 0);
+  assert.equal(store.states.count(), 2, 'the other device keeps both of its states');
+  assert.deepEqual(wholeHistory(store, c, 10), ['2', '1']);
+  store.close();
+});
+
+test('a database from before the change keeps every state, and deleting an asset still deletes its states', () => {
+  const dir = tempDir();
+  const path = join(dir, 'old.db');
+  const old = new BetterSqlite3(path);
+  old.pragma('foreign_keys = ON');
+  // The schema as the release before this migration left it.
+  for (const step of MIGRATIONS.slice(0, -1)) step(old);
+  old.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+  old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
+  for (const a of ['x', 'y']) old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES (?, 'd', ?, 'sensor', '{}', 0, 0)").run(a, a);
+  const insert = old.prepare('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
+  for (let i = 0; i < 50; i++) insert.run(i % 2 ? 'x' : 'y', i, String(i), i, i % 5 === 0 ? i : null, i % 5 === 0 ? 'v1' : null);
+  const before = old.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all();
+  old.close();
+
+  const db = new BetterSqlite3(path);
+  db.pragma('foreign_keys = ON');
+  assert.deepEqual(migrate(db), { from: MIGRATIONS.length - 1, to: MIGRATIONS.length });
+  assert.deepEqual(db.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all(), before);
+  assert.equal(db.prepare('SELECT count(*) FROM states WHERE unindexed IS NOT NULL').pluck().get(), 0, 'every state it had is in the index');
+  assert.deepEqual(db.pragma('foreign_key_check'), []);
+  db.prepare("DELETE FROM assets WHERE id = 'x'").run();
+  assert.deepEqual(db.prepare('SELECT DISTINCT asset_id FROM states').pluck().all(), ['y']);
+  db.close();
+});
