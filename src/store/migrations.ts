@@ -317,6 +317,42 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         DELETE FROM states WHERE asset_id = old.id AND unindexed IS NULL;
         DELETE FROM states WHERE seq IN (SELECT seq FROM states INDEXED BY states_unindexed WHERE unindexed IS NOT NULL AND asset_id = old.id);
       END;
+      -- What the foreign key also did: a state of an asset that does not exist is refused.
+      CREATE TRIGGER states_insert_asset BEFORE INSERT ON states
+        WHEN NOT EXISTS (SELECT 1 FROM assets WHERE id = new.asset_id)
+        BEGIN SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: a state names an asset that does not exist'); END;
+    `),
+  // Raw uplinks' index by device is filled in rounds too, like the history's by asset (above), and
+  // for the same reasons the table loses its foreign key on devices for two triggers.
+  (db) =>
+    db.exec(`
+      CREATE TABLE raw_uplinks_rebuilt (
+        seq INTEGER PRIMARY KEY,
+        device_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        payload BLOB NOT NULL,
+        port INTEGER,
+        source TEXT NOT NULL,
+        decoded INTEGER NOT NULL,
+        error TEXT,
+        codec TEXT,
+        declared_format TEXT,
+        unindexed INTEGER
+      );
+      INSERT INTO raw_uplinks_rebuilt (seq, device_id, at, payload, port, source, decoded, error, codec, declared_format)
+        SELECT seq, device_id, at, payload, port, source, decoded, error, codec, declared_format FROM raw_uplinks ORDER BY seq;
+      DROP TABLE raw_uplinks;
+      ALTER TABLE raw_uplinks_rebuilt RENAME TO raw_uplinks;
+      CREATE INDEX raw_uplinks_device ON raw_uplinks(device_id, seq) WHERE unindexed IS NULL;
+      CREATE INDEX raw_uplinks_unindexed ON raw_uplinks(seq) WHERE unindexed IS NOT NULL;
+      CREATE INDEX raw_uplinks_at ON raw_uplinks(at);
+      CREATE TRIGGER devices_delete_raw_uplinks AFTER DELETE ON devices BEGIN
+        DELETE FROM raw_uplinks WHERE device_id = old.id AND unindexed IS NULL;
+        DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks INDEXED BY raw_uplinks_unindexed WHERE unindexed IS NOT NULL AND device_id = old.id);
+      END;
+      CREATE TRIGGER raw_uplinks_insert_device BEFORE INSERT ON raw_uplinks
+        WHEN NOT EXISTS (SELECT 1 FROM devices WHERE id = new.device_id)
+        BEGIN SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: a raw uplink names a device that does not exist'); END;
     `),
 ];
 

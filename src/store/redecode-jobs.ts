@@ -1,5 +1,6 @@
 import type { Database } from './database.js';
 import { assetStatesNewestFirst, type StoredState } from './states.js';
+import { deviceUplinksBySeq, deviceUplinksCount } from './uplinks.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -170,28 +171,28 @@ export class RedecodeJobs {
    * Uplinks a re-decode may rewrite: not those whose format the door fixed (CBOR declared over
    * HTTP), nor those decoded before states remembered their uplink (their states cannot be found).
    */
-  static readonly #ELIGIBLE = 'device_id = ? AND seq > ? AND at >= ? AND at <= ? AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
+  static readonly #ELIGIBLE = 'seq > @after AND at >= @from AND at <= @to AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
 
   countUplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null): number {
-    return this.#stmt(`SELECT count(*) FROM raw_uplinks WHERE ${RedecodeJobs.#ELIGIBLE}`).pluck().get(deviceId, afterSeq, from ?? NEVER, to ?? FOREVER) as number;
+    return this.#stmt(deviceUplinksCount(RedecodeJobs.#ELIGIBLE)).pluck().get({ device: deviceId, after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
   }
 
   uplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
-    return (this.#stmt(`SELECT seq, at, payload, port FROM raw_uplinks WHERE ${RedecodeJobs.#ELIGIBLE} ORDER BY seq LIMIT ?`).all(deviceId, afterSeq, from ?? NEVER, to ?? FOREVER, limit) as Row[]).map(
-      (r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }),
-    );
+    return (
+      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', RedecodeJobs.#ELIGIBLE, 'ASC')).all({ device: deviceId, after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER, limit }) as Row[]
+    ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));
   }
 
   /** The newest `limit` raw uplinks in the range older than `beforeSeq`, newest first (what a codec try runs on, a batch at a time). */
   latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number, beforeSeq = Number.MAX_SAFE_INTEGER): KeptRawUplink[] {
     return (
-      this.#stmt('SELECT seq, at, payload, port FROM raw_uplinks WHERE device_id = ? AND at >= ? AND at <= ? AND seq < ? AND declared_format IS NULL ORDER BY seq DESC LIMIT ?').all(
-        deviceId,
-        from ?? NEVER,
-        to ?? FOREVER,
-        beforeSeq,
+      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', 'at >= @from AND at <= @to AND seq < @before AND declared_format IS NULL', 'DESC')).all({
+        device: deviceId,
+        from: from ?? NEVER,
+        to: to ?? FOREVER,
+        before: beforeSeq,
         limit,
-      ) as Row[]
+      }) as Row[]
     ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));
   }
 

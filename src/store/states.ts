@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './database.js';
+import { IndexRounds } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
@@ -45,23 +46,13 @@ type Row = Record<string, unknown>;
 
 /** The statements of the group-commit write path, prepared once. */
 interface WriteStatements {
-  /** A state outside the history index by asset, indexed by a later round (see `indexHistory`). */
+  /** A state outside the history index by asset, indexed by a later round (src/store/index-rounds.ts). */
   insertUnindexed: Statement;
   /** A state straight into the index (batches that must see every state already held). */
   insertIndexed: Statement;
   latest: Statement;
   held: Statement;
 }
-
-/**
- * When a write indexes the states waiting outside the history index by asset: once the oldest
- * has waited this long, or once this many wait. The longer the round, the more states of one
- * asset share the index pages it writes (an asset that sends every 100 ms: five a round); the
- * cost is what a reader scans besides the index (at most the rows of one round) and the round
- * itself (about 1 µs a state, ~10 ms for 10 000 on the development machine).
- */
-const INDEX_ROUND_MS = 500;
-const INDEX_ROUND_ROWS = 20_000;
 
 /**
  * The SQL of one asset's states, newest first, through both parts of the history (docs/
@@ -79,29 +70,18 @@ export function assetStatesNewestFirst(columns: string, where = ''): string {
 }
 
 /**
- * Puts every state waiting outside the history index by asset into it, in one statement: the
- * index pages a round changes are written once at its commit. Run inside the caller's transaction.
- */
-export function indexHistory(db: Database): number {
-  return db.statement('UPDATE states INDEXED BY states_unindexed SET unindexed = NULL WHERE unindexed IS NOT NULL').run().changes;
-}
-
-/**
  * States (one aggregate of the store): every asset's history and its latest state, which a batch
  * write keeps in step, and retention by age and count.
  */
 export class StateStore {
   readonly #db: Database;
   #write: WriteStatements | undefined;
-  /**
-   * The states this connection wrote outside the history index since its last round, and when
-   * the first of them was (performance.now()). Unknown after opening: the first write indexes
-   * whatever an earlier run left waiting.
-   */
-  #waiting: { rows: number; since: number } | undefined;
+  /** The history index by asset, filled in rounds. */
+  readonly #rounds: IndexRounds;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#rounds = new IndexRounds(db, 'states');
   }
 
   #writeStatements(): WriteStatements {
@@ -132,11 +112,8 @@ export class StateStore {
     const now = performance.now();
     // The group commit's transaction (or the savepoint of one write) already holds the batch together.
     this.#db.atomically(() => {
-      const waiting = this.#waiting;
-      if (compares || !waiting || waiting.rows >= INDEX_ROUND_ROWS || (waiting.rows > 0 && now - waiting.since >= INDEX_ROUND_MS)) {
-        indexHistory(this.#db);
-        this.#waiting = { rows: 0, since: now };
-      }
+      if (compares) this.#rounds.runNow();
+      else this.#rounds.beforeWrite(now);
       const insert = compares ? insertIndexed : insertUnindexed;
       let unindexed = 0;
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
@@ -152,16 +129,13 @@ export class StateStore {
         if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
       }
       for (const [assetId, n] of newest) latest.run(assetId, n.seq, n.at, n.valueJson);
-      const counted = this.#waiting!;
-      if (counted.rows === 0) counted.since = now;
-      counted.rows += unindexed;
+      this.#rounds.wrote(unindexed, now);
     });
   }
 
-  /** Indexes every state still waiting for the history index by asset (retention, before it counts per asset). */
+  /** Puts every state still waiting for the history index by asset into it (retention, before it counts per asset). */
   indexWaiting(): void {
-    this.#db.atomically(() => indexHistory(this.#db));
-    this.#waiting = { rows: 0, since: performance.now() };
+    this.#rounds.runNow();
   }
 
   latest(assetId: string): { at: number; valueJson: string } | undefined {

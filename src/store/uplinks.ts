@@ -1,4 +1,5 @@
 import type { Database } from './database.js';
+import { IndexRounds } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A raw uplink as it is kept: the bytes before any codec, and what decoding them gave. */
@@ -29,19 +30,53 @@ export interface UplinkRecord {
 
 type Row = Record<string, unknown>;
 
+/**
+ * The SQL of one device's raw uplinks by seq through both parts of the table (docs/architecture.md,
+ * "History index"): those in the index by device and those still waiting for it (found through
+ * `raw_uplinks_unindexed`, at most one round of rows). Each part is ordered and limited on its own;
+ * `where` may use `@device` and its own parameters, and `@limit` bounds the rows.
+ */
+export function deviceUplinksBySeq(columns: string, where: string, order: 'ASC' | 'DESC'): string {
+  const filter = where ? ` AND ${where}` : '';
+  return `SELECT ${columns} FROM (SELECT ${columns} FROM raw_uplinks WHERE device_id = @device AND unindexed IS NULL${filter} ORDER BY seq ${order} LIMIT @limit)
+    UNION ALL
+    SELECT ${columns} FROM (SELECT ${columns} FROM raw_uplinks INDEXED BY raw_uplinks_unindexed WHERE unindexed IS NOT NULL AND device_id = @device${filter} ORDER BY seq ${order} LIMIT @limit)
+    ORDER BY seq ${order} LIMIT @limit`;
+}
+
+/** How many of one device's raw uplinks match `where` (with `@device`), in both parts of the table. */
+export function deviceUplinksCount(where: string): string {
+  return `SELECT (SELECT count(*) FROM raw_uplinks WHERE device_id = @device AND unindexed IS NULL AND ${where})
+    + (SELECT count(*) FROM raw_uplinks INDEXED BY raw_uplinks_unindexed WHERE unindexed IS NOT NULL AND device_id = @device AND ${where})`;
+}
+
 /** Raw uplinks (one aggregate of the store): the bytes devices sent, kept for re-decoding and provenance. */
 export class UplinkStore {
   readonly #db: Database;
+  /** The index by device, filled in rounds. */
+  readonly #rounds: IndexRounds;
 
   constructor(db: Database) {
     this.#db = db;
+    this.#rounds = new IndexRounds(db, 'raw_uplinks');
   }
 
-  /** Keeps a raw uplink; returns its `seq`, the id its states' provenance points at. */
+  /** Keeps a raw uplink (outside the index by device until the next round); returns its `seq`, the id its states' provenance points at. */
   record(input: NewUplink): number {
+    const now = performance.now();
+    // In the group commit's transaction, or in one of its own.
+    return this.#db.atomically(() => {
+      this.#rounds.beforeWrite(now);
+      const seq = this.#insert(input);
+      this.#rounds.wrote(1, now);
+      return seq;
+    });
+  }
+
+  #insert(input: NewUplink): number {
     return Number(
       this.#db
-        .statement('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .statement('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format, unindexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)')
         .run(
           input.deviceId,
           input.at,
@@ -63,8 +98,8 @@ export class UplinkStore {
    */
   list(deviceId: string, limit: number, before?: number, budget?: PageBudget<UplinkRecord>): { data: UplinkRecord[]; next: string | null } {
     const rows = this.#db
-      .statement('SELECT * FROM raw_uplinks WHERE device_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?')
-      .iterate(deviceId, before ?? Number.MAX_SAFE_INTEGER, limit + 1) as IterableIterator<Row>;
+      .statement(deviceUplinksBySeq('seq, at, payload, port, source, decoded, error, codec', 'seq < @before', 'DESC'))
+      .iterate({ device: deviceId, before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }) as IterableIterator<Row>;
     const page = takePage(rows, limit, budget, (r) => ({
       seq: r.seq as number,
       at: r.at as number,
@@ -87,9 +122,12 @@ export class UplinkStore {
   /** Keeps the newest `keep` raw uplinks of each device that has more, and none received before `olderThan`. */
   prune(keep: number, olderThan = -8.64e15): number {
     let removed = this.#db.deleteInChunks('raw_uplinks', 'at < ?', [olderThan]);
-    const devices = this.#db.statement('SELECT device_id FROM raw_uplinks GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
-    const edge = this.#db.statement('SELECT seq FROM raw_uplinks WHERE device_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
-    const drop = this.#db.statement('DELETE FROM raw_uplinks WHERE device_id = ? AND seq <= ?');
+    // Counting per device reads the index by device: what waits for it goes in first. Uplinks
+    // received after this (in later turns) are newer and are counted by the next run.
+    this.#rounds.runNow();
+    const devices = this.#db.statement('SELECT device_id FROM raw_uplinks WHERE unindexed IS NULL GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
+    const edge = this.#db.statement('SELECT seq FROM raw_uplinks WHERE device_id = ? AND unindexed IS NULL ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
+    const drop = this.#db.statement('DELETE FROM raw_uplinks WHERE device_id = ? AND unindexed IS NULL AND seq <= ?');
     for (const id of devices) {
       const seq = edge.get(id, keep) as number | undefined;
       if (seq !== undefined) removed += drop.run(id, seq).changes;

@@ -1,7 +1,7 @@
-// The history index by asset is filled in rounds (docs/architecture.md, "History index"): a state
-// is written outside it and a later write puts every waiting state in at once. Whatever part a
-// state is in, every reader must see it, deletions must reach it, and an upgraded database keeps
-// every state it had.
+// The history index by asset and the raw uplinks' index by device are filled in rounds
+// (docs/architecture.md, "History index"): a row is written outside the index and a later write
+// puts every waiting row in at once. Whatever part a row is in, every reader must see it,
+// deletions must reach it, and an upgraded database keeps every row it had.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -14,6 +14,8 @@ import { decodeHistoryCursor, type StoredState } from '../../src/store/states.js
 import { inspect } from '../helpers/sqlite.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-history-index-'));
+/** The schema version before the indexes filled in rounds (the two migrations after it rebuild states and raw_uplinks). */
+const BEFORE_ROUNDS = 11;
 
 function storeWithAssets(names: string[]) {
   const store = Store.open(tempDir());
@@ -24,11 +26,11 @@ function storeWithAssets(names: string[]) {
 
 const state = (assetId: string, at: number, value: number): StoredState => ({ assetId, at, valueJson: String(value), receivedAt: at });
 
-/** How many states wait outside the index, read through a second connection as any other process would. */
-function waiting(store: Store): number {
+/** How many rows wait outside the index, read through a second connection as any other process would. */
+function waiting(store: Store, table: 'states' | 'raw_uplinks' = 'states'): number {
   const peek = inspect(store.path);
   try {
-    return peek.prepare('SELECT count(*) FROM states WHERE unindexed IS NOT NULL').pluck().get() as number;
+    return peek.prepare(`SELECT count(*) FROM ${table} WHERE unindexed IS NOT NULL`).pluck().get() as number;
   } finally {
     peek.close();
   }
@@ -127,28 +129,75 @@ test('deleting an asset or its device deletes its states in both parts, and only
   store.close();
 });
 
-test('a database from before the change keeps every state, and deleting an asset still deletes its states', () => {
+test('raw uplinks waiting for the index by device and those in it list as one, are pruned and deleted with their device', async () => {
+  const { store, device } = storeWithAssets([]);
+  const other = store.devices.create({ name: 'other' }, 0).device;
+  const keep = (deviceId: string, at: number) =>
+    store.uplinks.record({ deviceId, at, payload: Buffer.from([at]), port: 1, source: 'test', decoded: true, error: null });
+  keep(device.id, 1);
+  keep(device.id, 2);
+  keep(other.id, 1);
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  keep(device.id, 3); // the round runs first: the three before go into the index
+  keep(device.id, 4);
+  assert.equal(waiting(store, 'raw_uplinks'), 2);
+  const pages: number[] = [];
+  let before: number | undefined;
+  for (;;) {
+    const page = store.uplinks.list(device.id, 3, before);
+    pages.push(...page.data.map((u) => u.at));
+    if (!page.next) break;
+    before = Number(page.next);
+  }
+  assert.deepEqual(pages, [4, 3, 2, 1]);
+  assert.equal(store.uplinks.prune(3), 1);
+  assert.deepEqual(store.uplinks.list(device.id, 10).data.map((u) => u.at), [4, 3, 2]);
+  keep(device.id, 5);
+  assert.equal(waiting(store, 'raw_uplinks'), 1);
+  store.devices.delete(device.id);
+  assert.deepEqual(store.uplinks.list(device.id, 10).data, []);
+  assert.deepEqual(store.uplinks.list(other.id, 10).data.map((u) => u.at), [1]);
+  assert.throws(() => keep(device.id, 6), /FOREIGN KEY constraint failed/, 'a raw uplink of a deleted device is refused as before');
+  store.close();
+});
+
+test('a state of an asset that does not exist is refused, as the foreign key did', () => {
+  const { store } = storeWithAssets([]);
+  assert.throws(() => store.states.write([state('no-such-asset', 1, 1)]), /FOREIGN KEY constraint failed/);
+  assert.equal(store.states.count(), 0);
+  store.close();
+});
+
+test('a database from before the change keeps every state and raw uplink, and deletions still reach them', () => {
   const dir = tempDir();
   const path = join(dir, 'old.db');
   const old = new BetterSqlite3(path);
   old.pragma('foreign_keys = ON');
-  // The schema as the release before this migration left it.
-  for (const step of MIGRATIONS.slice(0, -1)) step(old);
-  old.pragma(`user_version = ${MIGRATIONS.length - 1}`);
-  old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
+  // The schema as the release before these migrations left it.
+  for (const step of MIGRATIONS.slice(0, BEFORE_ROUNDS)) step(old);
+  old.pragma(`user_version = ${BEFORE_ROUNDS}`);
+  old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0), ('e', 'e', 0, 0)").run();
   for (const a of ['x', 'y']) old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES (?, 'd', ?, 'sensor', '{}', 0, 0)").run(a, a);
   const insert = old.prepare('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
   for (let i = 0; i < 50; i++) insert.run(i % 2 ? 'x' : 'y', i, String(i), i, i % 5 === 0 ? i : null, i % 5 === 0 ? 'v1' : null);
-  const before = old.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all();
+  const raw = old.prepare('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  for (let i = 0; i < 20; i++) raw.run(i % 2 ? 'd' : 'e', i, Buffer.from([i]), i % 3 ? 1 : null, 'gwmp:x', i % 4 ? 1 : 0, i % 4 ? null : 'bad', 'v1', i % 7 ? null : 'cbor');
+  const statesBefore = old.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all();
+  const rawBefore = old.prepare('SELECT seq, device_id, at, payload, port, source, decoded, error, codec, declared_format FROM raw_uplinks ORDER BY seq').all();
   old.close();
 
   const db = new BetterSqlite3(path);
   db.pragma('foreign_keys = ON');
-  assert.deepEqual(migrate(db), { from: MIGRATIONS.length - 1, to: MIGRATIONS.length });
-  assert.deepEqual(db.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all(), before);
+  assert.deepEqual(migrate(db), { from: BEFORE_ROUNDS, to: MIGRATIONS.length });
+  assert.deepEqual(db.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all(), statesBefore);
+  assert.deepEqual(db.prepare('SELECT seq, device_id, at, payload, port, source, decoded, error, codec, declared_format FROM raw_uplinks ORDER BY seq').all(), rawBefore);
   assert.equal(db.prepare('SELECT count(*) FROM states WHERE unindexed IS NOT NULL').pluck().get(), 0, 'every state it had is in the index');
+  assert.equal(db.prepare('SELECT count(*) FROM raw_uplinks WHERE unindexed IS NOT NULL').pluck().get(), 0, 'every raw uplink it had is in the index');
   assert.deepEqual(db.pragma('foreign_key_check'), []);
   db.prepare("DELETE FROM assets WHERE id = 'x'").run();
   assert.deepEqual(db.prepare('SELECT DISTINCT asset_id FROM states').pluck().all(), ['y']);
+  db.prepare("DELETE FROM devices WHERE id = 'd'").run();
+  assert.equal(db.prepare('SELECT count(*) FROM states').pluck().get(), 0, "the device's assets went, and their states with them");
+  assert.deepEqual(db.prepare('SELECT DISTINCT device_id FROM raw_uplinks').pluck().all(), ['e']);
   db.close();
 });
