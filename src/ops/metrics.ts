@@ -13,15 +13,26 @@ interface Series {
   render(): string;
 }
 
+/** Label sets a counter remembers the text of; past this (label values that never repeat) each is built anew. */
+const MAX_REMEMBERED_LABEL_SETS = 1000;
+
 export class Counter implements Series {
   readonly #values = new Map<string, number>();
+  /** The Prometheus text of label sets seen before, by their names and values joined: the hot paths count a few sets over and over (one per uplink). */
+  readonly #texts = new Map<string, string>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
 
   inc(labels: Labels = {}, by = 1): void {
-    const key = labelText(labels);
+    let id = '';
+    for (const name in labels) id += `${name}\0${labels[name]}\0`;
+    let key = this.#texts.get(id);
+    if (key === undefined) {
+      key = labelText(labels);
+      if (this.#texts.size < MAX_REMEMBERED_LABEL_SETS) this.#texts.set(id, key);
+    }
     this.incKey(key, by);
   }
 

@@ -1,59 +1,67 @@
 import type { Database } from './database.js';
 
 /**
- * When a round runs: once the oldest row waiting has waited this long, or once this many wait.
- * The longer the round, the more rows of one asset (or device) share the index pages it writes (an
- * asset that sends every 100 ms: five a round); the cost is what a reader scans besides the index
- * (at most the rows of one round) and the round itself (about 1 µs a row, ~10 ms for 10 000 on the
- * development machine).
+ * Rows wait outside the index in this many slices, by a hash of their owner (asset or device): a
+ * turn indexes one slice, so the work of indexing is spread evenly over the turns instead of
+ * falling on one commit.
  */
-const ROUND_MS = 500;
-const ROUND_ROWS = 20_000;
+const SLICES = 64;
+/**
+ * How long a turn lasts: each slice is indexed once every SLICES × TURN_MS (~500 ms) while writes
+ * come. The longer that, the more rows of one owner share the index pages a turn writes (an asset
+ * that sends every 100 ms: five); the cost is what a reader scans besides the index (the rows of
+ * its own slice, at most ~500 ms of them).
+ */
+const TURN_MS = 8;
+
+/** The slice (1…SLICES) the rows of `owner` wait in: the value of their `unindexed` column. */
+export function sliceOf(owner: string): number {
+  // FNV-1a: stable across processes and versions, which the readers rely on.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < owner.length; i++) hash = Math.imul(hash ^ owner.charCodeAt(i), 0x01000193);
+  return ((hash >>> 0) % SLICES) + 1;
+}
 
 /**
- * An index filled in rounds (docs/architecture.md, "History index"): rows are written with
- * `unindexed` set, outside the table's partial index by owner (asset or device) and inside a small
- * one by seq that only grows at its end, and a round puts every waiting row into the index with one
- * statement, so each index page it changes is written to the log once per round instead of once
- * per commit. The table's writer asks `beforeWrite` inside its transaction, so the round commits
- * with the rows written after it.
+ * An index filled in rounds (docs/architecture.md, "History index"): a row is written with
+ * `unindexed` set to its owner's slice, which keeps it out of the table's partial index by owner
+ * and puts it in `<table>_unindexed` (slice, seq), where each slice only grows at its end. Every
+ * turn a write puts the rows of the next slice into the index with one statement, so each index
+ * page the turn changes is written to the log once per ~500 ms instead of once per commit. The
+ * table's writer calls `beforeWrite` inside its transaction, so the turn commits with its rows.
  */
 export class IndexRounds {
   readonly #db: Database;
-  readonly #round: string;
-  /**
-   * Rows this connection wrote outside the index since its last round, and when the first of them
-   * was (performance.now()). Unknown after opening: the first write runs a round for whatever an
-   * earlier run left waiting.
-   */
-  #waiting: { rows: number; since: number } | undefined;
+  readonly #table: string;
+  /** The last turn whose slice was indexed; undefined after opening: the first write indexes whatever an earlier run left. */
+  #lastTurn: number | undefined;
 
-  /** `table` has an `unindexed` column and the index `<table>_unindexed` on seq of the rows that have it set. */
+  /** `table` has an `unindexed` column and the index `<table>_unindexed` on (unindexed, seq) of the rows that have it set. */
   constructor(db: Database, table: 'states' | 'raw_uplinks') {
     this.#db = db;
-    this.#round = `UPDATE ${table} INDEXED BY ${table}_unindexed SET unindexed = NULL WHERE unindexed IS NOT NULL`;
+    this.#table = table;
   }
 
-  /** Runs the round when it is due; inside the writer's transaction. */
+  /** Indexes the slices whose turn came since the last write; inside the writer's transaction. */
   beforeWrite(now: number): void {
-    const w = this.#waiting;
-    if (!w || w.rows >= ROUND_ROWS || (w.rows > 0 && now - w.since >= ROUND_MS)) this.#run(now);
+    const turn = Math.floor(now / TURN_MS);
+    const last = this.#lastTurn;
+    if (last === turn) return;
+    this.#lastTurn = turn;
+    if (last === undefined || turn - last >= SLICES) {
+      this.#all();
+      return;
+    }
+    const slice = this.#db.statement(`UPDATE ${this.#table} INDEXED BY ${this.#table}_unindexed SET unindexed = NULL WHERE unindexed = ?`);
+    for (let t = last + 1; t <= turn; t++) slice.run((t % SLICES) + 1);
   }
 
-  /** Counts rows just written outside the index. */
-  wrote(rows: number, now: number): void {
-    const w = (this.#waiting ??= { rows: 0, since: now });
-    if (w.rows === 0) w.since = now;
-    w.rows += rows;
-  }
-
-  /** Runs a round now (a reader that counts through the index, a writer that compares with every row). */
+  /** Puts every waiting row into the index now (a reader that counts through the index, a writer that compares with every row). */
   runNow(): void {
-    this.#db.atomically(() => this.#run(performance.now()));
+    this.#db.atomically(() => this.#all());
   }
 
-  #run(now: number): void {
-    this.#db.statement(this.#round).run();
-    this.#waiting = { rows: 0, since: now };
+  #all(): void {
+    this.#db.statement(`UPDATE ${this.#table} INDEXED BY ${this.#table}_unindexed SET unindexed = NULL WHERE unindexed IS NOT NULL`).run();
   }
 }

@@ -286,10 +286,10 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       DROP TRIGGER IF EXISTS replica_fleet_revision_insert; DROP TRIGGER IF EXISTS replica_fleet_revision_update; DROP TRIGGER IF EXISTS replica_fleet_revision_delete;
       DROP TABLE IF EXISTS replica_changes;
     `),
-  // The history index by asset is kept up to date in bulk (docs/architecture.md, "History index"):
-  // a state is written with `unindexed` set, outside the partial index states_asset_at, and a later
-  // write clears the flag of every such state at once, so a page of that index is written once per
-  // round instead of once per commit. Readers take both parts. The table is rebuilt without its
+  // The history index by asset is kept up to date in rounds (docs/architecture.md, "History
+  // index"): a state is written with `unindexed` set (to its asset's slice), outside the partial
+  // index states_asset_at, and a later write clears it for a whole slice at once, so a page of that
+  // index is written once per round instead of once per commit. Readers take both parts. The table is rebuilt without its
   // foreign key on assets: SQLite looks a deleted asset's states up through an index on asset_id
   // that covers every row, which a partial one does not, so each asset deletion would scan the
   // whole history; the trigger deletes them through the two partial indexes instead.
@@ -310,7 +310,7 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       DROP TABLE states;
       ALTER TABLE states_rebuilt RENAME TO states;
       CREATE INDEX states_asset_at ON states(asset_id, at, seq) WHERE unindexed IS NULL;
-      CREATE INDEX states_unindexed ON states(seq) WHERE unindexed IS NOT NULL;
+      CREATE INDEX states_unindexed ON states(unindexed, seq) WHERE unindexed IS NOT NULL;
       CREATE INDEX states_at ON states(at);
       CREATE INDEX states_uplink ON states(uplink_seq) WHERE uplink_seq IS NOT NULL;
       CREATE TRIGGER assets_delete_states AFTER DELETE ON assets BEGIN
@@ -344,7 +344,7 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       DROP TABLE raw_uplinks;
       ALTER TABLE raw_uplinks_rebuilt RENAME TO raw_uplinks;
       CREATE INDEX raw_uplinks_device ON raw_uplinks(device_id, seq) WHERE unindexed IS NULL;
-      CREATE INDEX raw_uplinks_unindexed ON raw_uplinks(seq) WHERE unindexed IS NOT NULL;
+      CREATE INDEX raw_uplinks_unindexed ON raw_uplinks(unindexed, seq) WHERE unindexed IS NOT NULL;
       CREATE INDEX raw_uplinks_at ON raw_uplinks(at);
       CREATE TRIGGER devices_delete_raw_uplinks AFTER DELETE ON devices BEGIN
         DELETE FROM raw_uplinks WHERE device_id = old.id AND unindexed IS NULL;

@@ -1,6 +1,6 @@
 import type { Database } from './database.js';
-import { assetStatesNewestFirst, type StoredState } from './states.js';
-import { deviceUplinksBySeq, deviceUplinksCount } from './uplinks.js';
+import { assetParameters, assetStatesNewestFirst, type StoredState } from './states.js';
+import { deviceParameters, deviceUplinksBySeq, deviceUplinksCount } from './uplinks.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -174,12 +174,12 @@ export class RedecodeJobs {
   static readonly #ELIGIBLE = 'seq > @after AND at >= @from AND at <= @to AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
 
   countUplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null): number {
-    return this.#stmt(deviceUplinksCount(RedecodeJobs.#ELIGIBLE)).pluck().get({ device: deviceId, after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
+    return this.#stmt(deviceUplinksCount(RedecodeJobs.#ELIGIBLE)).pluck().get({ ...deviceParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
   }
 
   uplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
     return (
-      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', RedecodeJobs.#ELIGIBLE, 'ASC')).all({ device: deviceId, after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER, limit }) as Row[]
+      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', RedecodeJobs.#ELIGIBLE, 'ASC')).all({ ...deviceParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER, limit }) as Row[]
     ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));
   }
 
@@ -187,7 +187,7 @@ export class RedecodeJobs {
   latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number, beforeSeq = Number.MAX_SAFE_INTEGER): KeptRawUplink[] {
     return (
       this.#stmt(deviceUplinksBySeq('seq, at, payload, port', 'at >= @from AND at <= @to AND seq < @before AND declared_format IS NULL', 'DESC')).all({
-        device: deviceId,
+        ...deviceParameters(deviceId),
         from: from ?? NEVER,
         to: to ?? FOREVER,
         before: beforeSeq,
@@ -277,7 +277,7 @@ export class RedecodeJobs {
     const changes: LatestChange[] = [];
     this.#db.transaction(() => {
       for (const assetId of assetIds) {
-        const top = newest.get({ asset: assetId, limit: 1 }) as Row | undefined;
+        const top = newest.get({ ...assetParameters(assetId), limit: 1 }) as Row | undefined;
         // An asset whose history is gone keeps its latest state: retention may have pruned history, not the value.
         if (!top) continue;
         const before = current.get(assetId) as Row | undefined;

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './database.js';
-import { IndexRounds } from './index-rounds.js';
+import { IndexRounds, sliceOf } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
@@ -46,7 +46,7 @@ type Row = Record<string, unknown>;
 
 /** The statements of the group-commit write path, prepared once. */
 interface WriteStatements {
-  /** A state outside the history index by asset, indexed by a later round (src/store/index-rounds.ts). */
+  /** A state outside the history index by asset (under its asset's slice), indexed by a later round (src/store/index-rounds.ts). */
   insertUnindexed: Statement;
   /** A state straight into the index (batches that must see every state already held). */
   insertIndexed: Statement;
@@ -57,16 +57,21 @@ interface WriteStatements {
 /**
  * The SQL of one asset's states, newest first, through both parts of the history (docs/
  * architecture.md, "History index"): those in the index by asset and those still waiting for it
- * (found through `states_unindexed`, at most one round of rows). Each part is ordered and limited
- * on its own so neither reads more than `@limit` rows; `where` may use `@asset` and its own
- * parameters.
+ * (in `states_unindexed` under the asset's slice: at most one round of rows). Each part is ordered
+ * and limited on its own so neither reads more than `@limit` rows; `where` may use its own
+ * parameters beside `@asset`, `@slice` and `@limit` (see `assetParameters`).
  */
 export function assetStatesNewestFirst(columns: string, where = ''): string {
   const filter = where ? ` AND ${where}` : '';
   return `SELECT ${columns} FROM (SELECT ${columns} FROM states WHERE asset_id = @asset AND unindexed IS NULL${filter} ORDER BY at DESC, seq DESC LIMIT @limit)
     UNION ALL
-    SELECT ${columns} FROM (SELECT ${columns} FROM states INDEXED BY states_unindexed WHERE unindexed IS NOT NULL AND asset_id = @asset${filter} ORDER BY at DESC, seq DESC LIMIT @limit)
+    SELECT ${columns} FROM (SELECT ${columns} FROM states INDEXED BY states_unindexed WHERE unindexed = @slice AND asset_id = @asset${filter} ORDER BY at DESC, seq DESC LIMIT @limit)
     ORDER BY at DESC, seq DESC LIMIT @limit`;
+}
+
+/** The `@asset` and `@slice` of the queries that read both parts of an asset's history. */
+export function assetParameters(assetId: string): { asset: string; slice: number } {
+  return { asset: assetId, slice: sliceOf(assetId) };
 }
 
 /**
@@ -87,7 +92,7 @@ export class StateStore {
   #writeStatements(): WriteStatements {
     const columns = 'asset_id, at, value, received_at, uplink_seq, codec';
     return (this.#write ??= {
-      insertUnindexed: this.#db.statement(`INSERT INTO states (${columns}, unindexed) VALUES (?, ?, ?, ?, ?, ?, 1)`),
+      insertUnindexed: this.#db.statement(`INSERT INTO states (${columns}, unindexed) VALUES (?, ?, ?, ?, ?, ?, ?)`),
       insertIndexed: this.#db.statement(`INSERT INTO states (${columns}) VALUES (?, ?, ?, ?, ?, ?)`),
       // Ties on `at` go to the last received, hence >=.
       latest: this.#db.statement(
@@ -114,8 +119,6 @@ export class StateStore {
     this.#db.atomically(() => {
       if (compares) this.#rounds.runNow();
       else this.#rounds.beforeWrite(now);
-      const insert = compares ? insertIndexed : insertUnindexed;
-      let unindexed = 0;
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
       const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
       for (const s of states) {
@@ -123,13 +126,13 @@ export class StateStore {
           s.duplicate = true;
           continue;
         }
-        const seq = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid;
-        if (!compares) unindexed++;
+        const seq = compares
+          ? insertIndexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid
+          : insertUnindexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null, sliceOf(s.assetId)).lastInsertRowid;
         const best = newest.get(s.assetId);
         if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
       }
       for (const [assetId, n] of newest) latest.run(assetId, n.seq, n.at, n.valueJson);
-      this.#rounds.wrote(unindexed, now);
     });
   }
 
@@ -179,7 +182,7 @@ export class StateStore {
     const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
     const rows = this.#db
       .statement(assetStatesNewestFirst('seq, at, value, uplink_seq, codec', 'at >= @from AND at <= @to AND (at < @at OR (at = @at AND seq < @seq))'))
-      .iterate({ asset: assetId, from, to, at: c.at, seq: c.seq, limit: query.limit + 1 }) as IterableIterator<Row>;
+      .iterate({ ...assetParameters(assetId), from, to, at: c.at, seq: c.seq, limit: query.limit + 1 }) as IterableIterator<Row>;
     const page = takePage<Row, HistoryRecord & { seq: number }>(rows, query.limit, query.budget, (r) => ({
       seq: r.seq as number,
       at: r.at as number,
@@ -211,10 +214,10 @@ export class StateStore {
       ? (this.#db
           .statement(
             `SELECT (SELECT count(*) FROM states WHERE asset_id = @asset AND unindexed IS NULL)
-                  + (SELECT count(*) FROM states INDEXED BY states_unindexed WHERE unindexed IS NOT NULL AND asset_id = @asset)`,
+                  + (SELECT count(*) FROM states INDEXED BY states_unindexed WHERE unindexed = @slice AND asset_id = @asset)`,
           )
           .pluck()
-          .get({ asset: assetId }) as number)
+          .get(assetParameters(assetId)) as number)
       : (this.#db.statement('SELECT count(*) FROM states').pluck().get() as number);
   }
 
