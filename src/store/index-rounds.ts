@@ -1,11 +1,12 @@
 import type { Database } from './database.js';
 
 /**
- * Rows wait outside the index in this many slices, by a hash of their owner (asset or device): a
- * turn indexes one slice, so the work of indexing is spread evenly over the turns instead of
- * falling on one commit.
+ * The characters of an id in the order SQLite sorts them (src/core/ids.ts: ids are 24 random
+ * characters of these). A slice is the rows whose owner's id starts with one of them.
  */
-const SLICES = 64;
+const ID_CHARACTERS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const SLICES = ID_CHARACTERS.length;
+const SLICE_BY_CODE = new Uint8Array(128).map((_, code) => (ID_CHARACTERS.includes(String.fromCharCode(code)) ? ID_CHARACTERS.indexOf(String.fromCharCode(code)) + 1 : (code % SLICES) + 1));
 /**
  * How long a turn lasts: each slice is indexed once every SLICES × TURN_MS (~500 ms) while writes
  * come. The longer that, the more rows of one owner share the index pages a turn writes (an asset
@@ -14,12 +15,16 @@ const SLICES = 64;
  */
 const TURN_MS = 8;
 
-/** The slice (1…SLICES) the rows of `owner` wait in: the value of their `unindexed` column. */
+/**
+ * The slice (1…62) the rows of `owner` wait in: the value of their `unindexed` column. By the first
+ * character of the id: random ids make the slices even, and each slice is one run of the index's
+ * key order, so the index pages a turn writes are not written again by the next turns (pages
+ * shared by neighbouring owners stay in one slice). Stable across processes and versions, which
+ * the readers rely on; any other id gets a slice too.
+ */
 export function sliceOf(owner: string): number {
-  // FNV-1a: stable across processes and versions, which the readers rely on.
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < owner.length; i++) hash = Math.imul(hash ^ owner.charCodeAt(i), 0x01000193);
-  return ((hash >>> 0) % SLICES) + 1;
+  const code = owner.charCodeAt(0) || 0; // NaN for an empty id
+  return code < 128 ? SLICE_BY_CODE[code]! : (code % SLICES) + 1;
 }
 
 /**

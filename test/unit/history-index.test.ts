@@ -12,6 +12,7 @@ import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { Store } from '../../src/store/store.js';
 import { decodeHistoryCursor, type StoredState } from '../../src/store/states.js';
 import { sliceOf } from '../../src/store/index-rounds.js';
+import { newId } from '../../src/core/ids.js';
 import { inspect } from '../helpers/sqlite.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-history-index-'));
@@ -165,12 +166,18 @@ test('raw uplinks waiting for the index by device and those in it list as one, a
 });
 
 test('the slice of an owner is the same in every process and version (readers look there)', () => {
-  assert.equal(sliceOf(''), 6);
-  assert.equal(sliceOf('a'), 45);
-  assert.equal(sliceOf('3f2b6c1e-0000-4000-8000-000000000001'), 7);
-  const seen = new Set(Array.from({ length: 2000 }, (_, i) => sliceOf(`asset-${i}`)));
-  assert.equal(seen.size, 64, 'owners spread over every slice');
-  assert.ok([...seen].every((s) => s >= 1 && s <= 64));
+  assert.equal(sliceOf('0Abc'), 1);
+  assert.equal(sliceOf('Zx'), 36);
+  assert.equal(sliceOf('a'), 37);
+  assert.equal(sliceOf('z9'), 62);
+  assert.ok(sliceOf('') >= 1 && sliceOf('') <= 62, 'any id has a slice');
+  assert.ok(sliceOf('é-device') >= 1 && sliceOf('é-device') <= 62);
+  const ids = Array.from({ length: 5000 }, () => newId());
+  const seen = new Set(ids.map(sliceOf));
+  assert.equal(seen.size, 62, 'ids spread over every slice');
+  // A slice is one run of the index's order: sorted ids never come back to a slice they left.
+  const order = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(sliceOf);
+  for (let i = 1; i < order.length; i++) assert.ok(order[i]! >= order[i - 1]!, 'slices follow the sort order of ids');
 });
 
 test('a state of an asset that does not exist is refused, as the foreign key did', () => {
