@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { Store } from '../../src/store/store.js';
@@ -65,6 +65,12 @@ test('states waiting for the index and states in it read as one history, in orde
   assert.equal(store.states.count(id), 5);
   assert.equal(store.states.count(), 5);
   assert.deepEqual(store.states.latest(id), { at: 4000, valueJson: '4' });
+  // Another process (the CLI opens its own store on the daemon's data dir) reads the same history.
+  const other = Store.open(dirname(store.path));
+  assert.deepEqual(wholeHistory(other, id, 2), ['4', '3', '2', '1', '0']);
+  assert.equal(other.states.count(id), 5);
+  other.close();
+  assert.equal(waiting(store), 3, 'reading indexes nothing');
   // A round moves them into the index; nothing a reader sees changes.
   store.states.indexWaiting();
   assert.equal(waiting(store), 0);
