@@ -36,7 +36,10 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   readonly validators = new ProfileValidators();
   readonly #devices = new Map<string, DeviceRecord | null>();
   readonly #assetsById = new Map<string, CachedAsset | null>();
-  readonly #assetsByName = new Map<string, CachedAsset | null>();
+  /** By device, then name: no key string is built per lookup (two per uplink on the hot path). */
+  readonly #assetsByName = new Map<string, Map<string, CachedAsset | null>>();
+  /** Entries in #assetsByName, bounded by CACHE_LIMIT like each of the other caches (names that do not exist are cached too). */
+  #assetsByNameCount = 0;
   readonly #principals = new Map<string, Principal | null>();
   #dataVersion: number;
 
@@ -61,6 +64,7 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
     this.#devices.clear();
     this.#assetsById.clear();
     this.#assetsByName.clear();
+    this.#assetsByNameCount = 0;
     this.#principals.clear();
   }
 
@@ -102,11 +106,18 @@ export class Catalog extends EventEmitter<{ externalChange: [] }> {
   }
 
   assetByName(deviceId: string, name: string): CachedAsset | undefined {
-    const key = `${deviceId}/${name}`;
-    let asset = this.#assetsByName.get(key);
+    let byName = this.#assetsByName.get(deviceId);
+    let asset = byName?.get(name);
     if (asset === undefined) {
       asset = this.#withValidator(this.#store.assets.byName(deviceId, name));
-      remember(this.#assetsByName, key, asset);
+      if (this.#assetsByNameCount >= CACHE_LIMIT) {
+        this.#assetsByName.clear();
+        this.#assetsByNameCount = 0;
+        byName = undefined;
+      }
+      if (!byName) this.#assetsByName.set(deviceId, (byName = new Map()));
+      byName.set(name, asset);
+      this.#assetsByNameCount++;
     }
     return asset ?? undefined;
   }
