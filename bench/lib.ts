@@ -19,9 +19,15 @@ export function rssBytes(pid: number): number {
 
 /** User + system CPU time of a process in microseconds, from /proc/<pid>/stat. */
 export function cpuMicros(pid: number): number {
+  const { user, system } = cpuTimes(pid);
+  return user + system;
+}
+
+/** User and system CPU time of a process in microseconds, apart (system time is mostly syscalls: disk and sockets). */
+export function cpuTimes(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks / 100) * 1e6; // USER_HZ is 100 on Linux
+  // USER_HZ is 100 on Linux: a tick is 10 000 µs.
+  return { user: Number(fields[11]) * 10_000, system: Number(fields[12]) * 10_000 };
 }
 
 export function printTable(title: string, rows: BenchRow[]): void {
