@@ -1,7 +1,7 @@
 // The history index by asset and the raw uplinks' index by device are filled in rounds
-// (docs/architecture.md, "History index"): a row is written outside the index and a later write
-// puts every waiting row in at once. Whatever part a row is in, every reader must see it,
-// deletions must reach it, and an upgraded database keeps every row it had.
+// (docs/architecture.md, "History index"): a row is written outside the index, under its owner's
+// slice, and a later write puts the waiting rows of a slice in at once. Whatever part a row is in,
+// every reader must see it, deletions must reach it, and an upgraded database keeps every row it had.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
