@@ -289,10 +289,11 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
   // The history index by asset is kept up to date in rounds (docs/architecture.md, "History
   // index"): a state is written with `unindexed` set (to its asset's slice), outside the partial
   // index states_asset_at, and a later write clears it for a whole slice at once, so a page of that
-  // index is written once per round instead of once per commit. Readers take both parts. The table is rebuilt without its
-  // foreign key on assets: SQLite looks a deleted asset's states up through an index on asset_id
-  // that covers every row, which a partial one does not, so each asset deletion would scan the
-  // whole history; the trigger deletes them through the two partial indexes instead.
+  // index is written once per round instead of once per commit. Readers take both parts. The table
+  // is rebuilt without its foreign key on assets: SQLite looks a deleted asset's states up through
+  // an index on asset_id that covers every row, which a partial one does not, so each asset
+  // deletion would scan the whole history; the trigger deletes them through the two partial
+  // indexes instead.
   (db) =>
     db.exec(`
       CREATE TABLE states_rebuilt (
