@@ -35,6 +35,39 @@ export function sliceOf(owner: string): number {
   return code < 128 ? SLICE_BY_CODE[code]! : (code % SLICES) + 1;
 }
 
+/** The tables filled in rounds, and the column naming each row's owner (the key of its partial index). */
+const OWNER_COLUMN = { states: 'asset_id', raw_uplinks: 'device_id' } as const;
+export type RoundsTable = keyof typeof OWNER_COLUMN;
+
+/**
+ * The SQL of one owner's rows through both parts of a table filled in rounds: those in its index by
+ * owner and those still waiting for it (in `<table>_unindexed` under the owner's slice: at most one
+ * round of rows). Each part is ordered by `orderBy` and limited to `@limit` on its own, so neither
+ * reads more; `where` may use its own parameters beside `@owner`, `@slice` (see `ownerParameters`)
+ * and `@limit`.
+ */
+export function ownerRows(table: RoundsTable, columns: string, where: string, orderBy: string): string {
+  const filter = where ? ` AND ${where}` : '';
+  const owner = OWNER_COLUMN[table];
+  return `SELECT ${columns} FROM (SELECT ${columns} FROM ${table} WHERE ${owner} = @owner AND unindexed IS NULL${filter} ORDER BY ${orderBy} LIMIT @limit)
+    UNION ALL
+    SELECT ${columns} FROM (SELECT ${columns} FROM ${table} INDEXED BY ${table}_unindexed WHERE unindexed = @slice AND ${owner} = @owner${filter} ORDER BY ${orderBy} LIMIT @limit)
+    ORDER BY ${orderBy} LIMIT @limit`;
+}
+
+/** The SQL counting one owner's rows that match `where` (parameters as for `ownerRows`) in both parts of the table. */
+export function ownerCount(table: RoundsTable, where = ''): string {
+  const filter = where ? ` AND ${where}` : '';
+  const owner = OWNER_COLUMN[table];
+  return `SELECT (SELECT count(*) FROM ${table} WHERE ${owner} = @owner AND unindexed IS NULL${filter})
+    + (SELECT count(*) FROM ${table} INDEXED BY ${table}_unindexed WHERE unindexed = @slice AND ${owner} = @owner${filter})`;
+}
+
+/** The `@owner` and `@slice` of the queries that read both parts of an owner's rows. */
+export function ownerParameters(ownerId: string): { owner: string; slice: number } {
+  return { owner: ownerId, slice: sliceOf(ownerId) };
+}
+
 /**
  * An index filled in rounds (docs/architecture.md, "History index"): a row is written with
  * `unindexed` set to its owner's slice, which keeps it out of the table's partial index by owner
@@ -50,7 +83,7 @@ export class IndexRounds {
   #lastTurn: number | undefined;
 
   /** `table` has an `unindexed` column and the index `<table>_unindexed` on (unindexed, seq) of the rows that have it set. */
-  constructor(db: Database, table: 'states' | 'raw_uplinks') {
+  constructor(db: Database, table: RoundsTable) {
     this.#db = db;
     this.#table = table;
   }

@@ -1,6 +1,6 @@
 import type { Database } from './database.js';
-import { assetParameters, assetStatesNewestFirst, type StoredState } from './states.js';
-import { deviceParameters, deviceUplinksBySeq, deviceUplinksCount } from './uplinks.js';
+import { ownerCount, ownerParameters, ownerRows } from './index-rounds.js';
+import { NEWEST_FIRST, type StoredState } from './states.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -174,20 +174,20 @@ export class RedecodeJobs {
   static readonly #ELIGIBLE = 'seq > @after AND at >= @from AND at <= @to AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
 
   countUplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null): number {
-    return this.#stmt(deviceUplinksCount(RedecodeJobs.#ELIGIBLE)).pluck().get({ ...deviceParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
+    return this.#stmt(ownerCount('raw_uplinks', RedecodeJobs.#ELIGIBLE)).pluck().get({ ...ownerParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
   }
 
   uplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null, limit: number): KeptRawUplink[] {
     return (
-      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', RedecodeJobs.#ELIGIBLE, 'ASC')).all({ ...deviceParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER, limit }) as Row[]
+      this.#stmt(ownerRows('raw_uplinks', 'seq, at, payload, port', RedecodeJobs.#ELIGIBLE, 'seq')).all({ ...ownerParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER, limit }) as Row[]
     ).map((r) => ({ seq: r.seq as number, at: r.at as number, payload: r.payload as Buffer, port: (r.port as number | null) ?? null }));
   }
 
   /** The newest `limit` raw uplinks in the range older than `beforeSeq`, newest first (what a codec try runs on, a batch at a time). */
   latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number, beforeSeq = Number.MAX_SAFE_INTEGER): KeptRawUplink[] {
     return (
-      this.#stmt(deviceUplinksBySeq('seq, at, payload, port', 'at >= @from AND at <= @to AND seq < @before AND declared_format IS NULL', 'DESC')).all({
-        ...deviceParameters(deviceId),
+      this.#stmt(ownerRows('raw_uplinks', 'seq, at, payload, port', 'at >= @from AND at <= @to AND seq < @before AND declared_format IS NULL', 'seq DESC')).all({
+        ...ownerParameters(deviceId),
         from: from ?? NEVER,
         to: to ?? FOREVER,
         before: beforeSeq,
@@ -268,7 +268,7 @@ export class RedecodeJobs {
     // Every asset of the device, not only those this process saw change: a resumed job may have
     // rewritten others before the restart.
     const assetIds = this.#stmt('SELECT id FROM assets WHERE device_id = ?').pluck().all(deviceId) as string[];
-    const newest = this.#stmt(assetStatesNewestFirst('seq, at, value'));
+    const newest = this.#stmt(ownerRows('states', 'seq, at, value', '', NEWEST_FIRST));
     const current = this.#stmt('SELECT at, value FROM latest_states WHERE asset_id = ?');
     const upsert = this.#stmt(
       `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)
@@ -277,7 +277,7 @@ export class RedecodeJobs {
     const changes: LatestChange[] = [];
     this.#db.transaction(() => {
       for (const assetId of assetIds) {
-        const top = newest.get({ ...assetParameters(assetId), limit: 1 }) as Row | undefined;
+        const top = newest.get({ ...ownerParameters(assetId), limit: 1 }) as Row | undefined;
         // An asset whose history is gone keeps its latest state: retention may have pruned history, not the value.
         if (!top) continue;
         const before = current.get(assetId) as Row | undefined;

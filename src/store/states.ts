@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './database.js';
-import { IndexRounds, sliceOf } from './index-rounds.js';
+import { IndexRounds, ownerCount, ownerParameters, ownerRows, sliceOf } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
@@ -54,25 +54,8 @@ interface WriteStatements {
   held: Statement;
 }
 
-/**
- * The SQL of one asset's states, newest first, through both parts of the history (docs/
- * architecture.md, "History index"): those in the index by asset and those still waiting for it
- * (in `states_unindexed` under the asset's slice: at most one round of rows). Each part is ordered
- * and limited on its own so neither reads more than `@limit` rows; `where` may use its own
- * parameters beside `@asset`, `@slice` and `@limit` (see `assetParameters`).
- */
-export function assetStatesNewestFirst(columns: string, where = ''): string {
-  const filter = where ? ` AND ${where}` : '';
-  return `SELECT ${columns} FROM (SELECT ${columns} FROM states WHERE asset_id = @asset AND unindexed IS NULL${filter} ORDER BY at DESC, seq DESC LIMIT @limit)
-    UNION ALL
-    SELECT ${columns} FROM (SELECT ${columns} FROM states INDEXED BY states_unindexed WHERE unindexed = @slice AND asset_id = @asset${filter} ORDER BY at DESC, seq DESC LIMIT @limit)
-    ORDER BY at DESC, seq DESC LIMIT @limit`;
-}
-
-/** The `@asset` and `@slice` of the queries that read both parts of an asset's history. */
-export function assetParameters(assetId: string): { asset: string; slice: number } {
-  return { asset: assetId, slice: sliceOf(assetId) };
-}
+/** History order: newest first, ties to the last received. */
+export const NEWEST_FIRST = 'at DESC, seq DESC';
 
 /**
  * States (one aggregate of the store): every asset's history and its latest state, which a batch
@@ -181,8 +164,8 @@ export class StateStore {
     const to = query.to ?? 8.64e15;
     const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
     const rows = this.#db
-      .statement(assetStatesNewestFirst('seq, at, value, uplink_seq, codec', 'at >= @from AND at <= @to AND (at < @at OR (at = @at AND seq < @seq))'))
-      .iterate({ ...assetParameters(assetId), from, to, at: c.at, seq: c.seq, limit: query.limit + 1 }) as IterableIterator<Row>;
+      .statement(ownerRows('states', 'seq, at, value, uplink_seq, codec', 'at >= @from AND at <= @to AND (at < @at OR (at = @at AND seq < @seq))', NEWEST_FIRST))
+      .iterate({ ...ownerParameters(assetId), from, to, at: c.at, seq: c.seq, limit: query.limit + 1 }) as IterableIterator<Row>;
     const page = takePage<Row, HistoryRecord & { seq: number }>(rows, query.limit, query.budget, (r) => ({
       seq: r.seq as number,
       at: r.at as number,
@@ -211,13 +194,7 @@ export class StateStore {
   /** States of one asset, or of every asset. */
   count(assetId?: string): number {
     return assetId
-      ? (this.#db
-          .statement(
-            `SELECT (SELECT count(*) FROM states WHERE asset_id = @asset AND unindexed IS NULL)
-                  + (SELECT count(*) FROM states INDEXED BY states_unindexed WHERE unindexed = @slice AND asset_id = @asset)`,
-          )
-          .pluck()
-          .get(assetParameters(assetId)) as number)
+      ? (this.#db.statement(ownerCount('states')).pluck().get(ownerParameters(assetId)) as number)
       : (this.#db.statement('SELECT count(*) FROM states').pluck().get() as number);
   }
 

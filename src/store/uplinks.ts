@@ -1,5 +1,5 @@
 import type { Database } from './database.js';
-import { IndexRounds, sliceOf } from './index-rounds.js';
+import { IndexRounds, ownerParameters, ownerRows, sliceOf } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A raw uplink as it is kept: the bytes before any codec, and what decoding them gave. */
@@ -29,32 +29,6 @@ export interface UplinkRecord {
 }
 
 type Row = Record<string, unknown>;
-
-/**
- * The SQL of one device's raw uplinks by seq through both parts of the table (docs/architecture.md,
- * "History index"): those in the index by device and those still waiting for it (in
- * `raw_uplinks_unindexed` under the device's slice: at most one round of rows). Each part is
- * ordered and limited on its own; `where` may use its own parameters beside `@device`, `@slice`
- * (see `deviceParameters`) and `@limit`, which bounds the rows.
- */
-export function deviceUplinksBySeq(columns: string, where: string, order: 'ASC' | 'DESC'): string {
-  const filter = where ? ` AND ${where}` : '';
-  return `SELECT ${columns} FROM (SELECT ${columns} FROM raw_uplinks WHERE device_id = @device AND unindexed IS NULL${filter} ORDER BY seq ${order} LIMIT @limit)
-    UNION ALL
-    SELECT ${columns} FROM (SELECT ${columns} FROM raw_uplinks INDEXED BY raw_uplinks_unindexed WHERE unindexed = @slice AND device_id = @device${filter} ORDER BY seq ${order} LIMIT @limit)
-    ORDER BY seq ${order} LIMIT @limit`;
-}
-
-/** How many of one device's raw uplinks match `where` (with `@device` and `@slice`), in both parts of the table. */
-export function deviceUplinksCount(where: string): string {
-  return `SELECT (SELECT count(*) FROM raw_uplinks WHERE device_id = @device AND unindexed IS NULL AND ${where})
-    + (SELECT count(*) FROM raw_uplinks INDEXED BY raw_uplinks_unindexed WHERE unindexed = @slice AND device_id = @device AND ${where})`;
-}
-
-/** The `@device` and `@slice` of the queries that read both parts of a device's raw uplinks. */
-export function deviceParameters(deviceId: string): { device: string; slice: number } {
-  return { device: deviceId, slice: sliceOf(deviceId) };
-}
 
 /** Raw uplinks (one aggregate of the store): the bytes devices sent, kept for re-decoding and provenance. */
 export class UplinkStore {
@@ -103,8 +77,8 @@ export class UplinkStore {
    */
   list(deviceId: string, limit: number, before?: number, budget?: PageBudget<UplinkRecord>): { data: UplinkRecord[]; next: string | null } {
     const rows = this.#db
-      .statement(deviceUplinksBySeq('seq, at, payload, port, source, decoded, error, codec', 'seq < @before', 'DESC'))
-      .iterate({ ...deviceParameters(deviceId), before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }) as IterableIterator<Row>;
+      .statement(ownerRows('raw_uplinks', 'seq, at, payload, port, source, decoded, error, codec', 'seq < @before', 'seq DESC'))
+      .iterate({ ...ownerParameters(deviceId), before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }) as IterableIterator<Row>;
     const page = takePage(rows, limit, budget, (r) => ({
       seq: r.seq as number,
       at: r.at as number,
