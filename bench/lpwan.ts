@@ -4,13 +4,15 @@
 // simulator in this process; the daemon is the compiled one. The daemon's CPU time per uplink is
 // set beside the CPU time per MQTT QoS 1 state measured in the same run (bench/mqtt.ts's load),
 // the anchor for what one uplink may cost.
+import { execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
+import { resolve } from 'node:path';
 import mqtt from 'mqtt';
 import { Store } from '../src/store/store.js';
 import { cmacKey, cryptFrmPayload, dataMic, Direction } from '../src/lpwan/lorawan/crypto.js';
 import { onAirBytes } from '../src/lpwan/lorawan/phy.js';
 import { api, cliJson, removeDir, startDaemon, tempDataDir, type RunningDaemon } from '../test/helpers/daemon.js';
-import { cpuMicros, rssBytes, sleep, type BenchRow } from './lib.js';
+import { cpuTimes, rssBytes, sleep, type BenchRow } from './lib.js';
 import { provision, runLoad, settings, startOutpost } from './mqtt.js';
 
 const NWK = Buffer.from('44024241ed4ce9a68c6a8bc055233fd3', 'hex');
@@ -74,7 +76,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-interface Rig {
+export interface Rig {
   daemon: RunningDaemon;
   devices: BenchDevice[];
   app: string;
@@ -83,11 +85,28 @@ interface Rig {
   close: () => Promise<void>;
 }
 
-async function rig(count: number): Promise<Rig> {
+/**
+ * A daemon with `count` ABP devices and a packet forwarder simulator. `otherCheckout`: run that
+ * checkout's build instead of this one (bench/lpwan-compare.ts), its data dir provisioned and its
+ * token made by its own code, so the database has its schema; the load is this file's either way.
+ */
+export async function rig(count: number, otherCheckout?: string): Promise<Rig> {
   const dataDir = tempDataDir();
-  const devices = provisionDevices(dataDir, count);
-  const daemon = await startDaemon({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
-  const app = cliJson<{ token: string }>(['token', 'create', '--name', 'bench', '--scopes', 'read,command,admin'], dataDir).token;
+  const scope = ['token', 'create', '--name', 'bench', '--scopes', 'read,command,admin'];
+  let devices: BenchDevice[];
+  let daemon: RunningDaemon;
+  let app: string;
+  if (otherCheckout) {
+    const theirs = (await import(resolve(otherCheckout, 'bench', 'lpwan.ts'))) as { provisionDevices: typeof provisionDevices };
+    const program = resolve(otherCheckout, 'dist', 'cli', 'main.js');
+    devices = theirs.provisionDevices(dataDir, count);
+    daemon = await startDaemon({ dataDir, program, env: { OUTPOST_RATE_LIMIT: '0' } });
+    app = (JSON.parse(execFileSync(process.execPath, [program, ...scope, '--data', dataDir, '--json'], { encoding: 'utf8' })) as { token: string }).token;
+  } else {
+    devices = provisionDevices(dataDir, count);
+    daemon = await startDaemon({ dataDir, env: { OUTPOST_RATE_LIMIT: '0' } });
+    app = cliJson<{ token: string }>(scope, dataDir).token;
+  }
   const socket = createSocket('udp4');
   const pullResps: Rig['pullResps'] = [];
   socket.on('message', (m) => {
@@ -140,10 +159,11 @@ async function commitsSoFar(r: Rig): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
-async function throughput(r: Rig, total: number, window: number, offset = 0) {
+/** `total` uplinks with `window` in flight, counted by their feed messages; the uplinks' values start at `offset`. */
+export async function throughput(r: Rig, total: number, window: number, offset = 0) {
   const feed = await feedWatcher(r, offset, offset + total);
   const commits0 = await commitsSoFar(r);
-  const cpu0 = cpuMicros(r.daemon.proc.pid!);
+  const cpu0 = cpuTimes(r.daemon.proc.pid!);
   const started = performance.now();
   let next = 0;
   let lastCount = 0;
@@ -163,10 +183,21 @@ async function throughput(r: Rig, total: number, window: number, offset = 0) {
     }
   }
   const seconds = (lastArrival - started) / 1000;
-  const cpuPerUplink = (cpuMicros(r.daemon.proc.pid!) - cpu0) / Math.max(1, feed.arrivals.size);
+  const cpu1 = cpuTimes(r.daemon.proc.pid!);
+  const received = Math.max(1, feed.arrivals.size);
+  const userPerUplink = (cpu1.user - cpu0.user) / received;
+  const systemPerUplink = (cpu1.system - cpu0.system) / received;
   const commits = (await commitsSoFar(r)) - commits0;
   await feed.close();
-  return { perSecond: feed.arrivals.size / seconds, received: feed.arrivals.size, lost: total - feed.arrivals.size, cpuPerUplink, perCommit: feed.arrivals.size / commits };
+  return {
+    perSecond: feed.arrivals.size / seconds,
+    received: feed.arrivals.size,
+    lost: total - feed.arrivals.size,
+    cpuPerUplink: userPerUplink + systemPerUplink,
+    userPerUplink,
+    systemPerUplink,
+    perCommit: feed.arrivals.size / commits,
+  };
 }
 
 async function latency(r: Rig, rate: number, seconds: number, offset: number) {
