@@ -3,6 +3,7 @@ import type { OutpostConfig } from '../../core/config.js';
 import type { Catalog } from '../../store/catalog.js';
 import type { Logger } from '../../ops/logger.js';
 import { maySubscribe } from '../../doors/mqtt/acl.js';
+import { DeliveryBatch } from '../../doors/mqtt/delivery-batch.js';
 import type { MqttMetrics } from '../../doors/mqtt/door-metrics.js';
 import type { GatewaySessions } from '../../doors/mqtt/gateway-sessions.js';
 import type { Refusals } from '../../doors/mqtt/refusals.js';
@@ -26,10 +27,12 @@ export interface SubscribeGateDeps {
 /**
  * aedes' `authorizeSubscribe` and `authorizeForward` hooks: who may subscribe to what (the rules
  * are acl.ts's), the per-connection subscription limit, and the last word on each delivery. Keeps
- * the subscription index (subscriptions.ts) in step with what was granted.
+ * the subscription index (subscriptions.ts) in step with what was granted. The deliveries it lets
+ * through to one connection in a turn go out in one write (delivery-batch.ts).
  */
 export class SubscribeGate {
   readonly #deps: SubscribeGateDeps;
+  readonly #deliveries = new DeliveryBatch();
 
   constructor(deps: SubscribeGateDeps) {
     this.#deps = deps;
@@ -84,6 +87,7 @@ export class SubscribeGate {
     const gateways = this.#deps.gateways;
     if (client && gateways && !gateways.mayReceive(this.#deps.sessions.principal(client), packet.topic)) return null;
     this.#deps.metrics.messagesOut.inc(topicKind(packet.topic));
+    this.#deliveries.hold(client);
     return packet;
   };
 }
