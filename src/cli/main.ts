@@ -5,6 +5,7 @@ import { ConfigError } from '../core/config.js';
 import { isCorruption, isServiceError } from '../core/errors.js';
 import { StoreCorruptError } from '../store/store.js';
 import { DataDirLockedError } from '../store/data-dir.js';
+import { SchemaTooNewError } from '../store/migrations.js';
 import { programVersion } from '../version.js';
 import { isUsageError, managementArgs, UsageError } from './args.js';
 import type { CliCommand } from './command.js';
@@ -45,7 +46,7 @@ async function usage(): Promise<string> {
 }
 
 /** Exit codes (docs/configuration.md): systemd's RestartPreventExitStatus can list those a restart cannot fix. */
-const EXIT_CODES = { config: 2, dataDirLocked: 3, storeCorrupt: 4 } as const;
+const EXIT_CODES = { config: 2, dataDirLocked: 3, storeCorrupt: 4, schemaTooNew: 5 } as const;
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--version' || argv[0] === '-v') {
@@ -80,6 +81,11 @@ async function reportFailure(err: unknown): Promise<number> {
     const message = err instanceof StoreCorruptError ? err.message : `the database file is damaged (${(err as Error).message}); restore a backup`;
     process.stderr.write(`outpost: ${message}\n`);
     return EXIT_CODES.storeCorrupt;
+  }
+  // Expected after a downgrade: the operator needs what to do, not where in the code it was found.
+  if (err instanceof SchemaTooNewError) {
+    process.stderr.write(`outpost: ${err.message}, or restore the backup taken before the newer version migrated it (docs/operations.md, "Upgrade")\n`);
+    return EXIT_CODES.schemaTooNew;
   }
   if (isUsageError(err)) {
     process.stderr.write(`outpost: ${err.message}\n\n${await usage()}\n`);

@@ -362,11 +362,24 @@ export function schemaVersion(db: Database): number {
 }
 
 /** Applies every pending migration; refuses a database written by a newer Outpost. */
+/**
+ * The database was migrated by a newer Outpost (a downgrade after an upgrade): this one refuses it
+ * untouched, since it cannot know what the newer schema means (docs/operations.md, "Upgrade").
+ */
+export class SchemaTooNewError extends Error {
+  override name = 'SchemaTooNewError';
+  readonly code = 'SCHEMA_TOO_NEW';
+  constructor(
+    readonly found: number,
+    readonly supported: number,
+  ) {
+    super(`database schema version ${found} is newer than this Outpost supports (${supported}); upgrade Outpost`);
+  }
+}
+
 export function migrate(db: Database): { from: number; to: number } {
   const from = schemaVersion(db);
-  if (from > MIGRATIONS.length) {
-    throw new Error(`database schema version ${from} is newer than this Outpost supports (${MIGRATIONS.length}); upgrade Outpost`);
-  }
+  if (from > MIGRATIONS.length) throw new SchemaTooNewError(from, MIGRATIONS.length);
   // Every pending migration in one transaction: all or none, and one commit (one fsync) rather
   // than one per migration, which is most of the first start of a new data directory.
   if (from < MIGRATIONS.length) {
