@@ -71,6 +71,8 @@ export interface RadioTransmission {
   invertIq: boolean;
   /** The `replyTo` of the uplink being answered (for an immediate window: of the device's last uplink). */
   replyTo: unknown;
+  /** The end device's DevEUI (16 hex digits) when the server knows it: a Basics Station's `dnmsg` names the device. */
+  devEui?: string;
 }
 
 /** What the source did with a transmission: the index of the window that went out, and why earlier ones did not. */

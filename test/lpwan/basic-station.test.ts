@@ -189,6 +189,7 @@ test('join, uplinks and a Class A downlink through a station: dnmsg with both wi
     assert.equal(dn.RX2Freq, 869_525_000);
     assert.equal(dn.rctx, 1);
     assert.equal(dn.dC, 0);
+    assert.equal(dn.DevEui, '00-04-a3-0b-00-1f-2a-3c', 'a data downlink names its device too, not only the join accept');
     assert.match(station.raw.at(-1)!, new RegExp(`"xtime":${dataXtime}[,}]`));
     const down = readDownlink(session, hex(dn.pdu), 0);
     assert.ok(down.micValid, 'downlink MIC with FCntDown 0');
@@ -291,7 +292,7 @@ test('Class C through a station (dC 2, RX2 only, at once); one uplink heard by a
     const keys = { devAddr: '26011234', nwkSKey: hex('44024241ed4ce9a68c6a8bc055233fd3'), appSKey: hex('ec925802ae430ca77fd3dd73cb2cc588') };
     const put = await api(daemon.url, 'PUT', `/device/${device.id}/lorawan`, {
       token: app.token,
-      json: { activation: 'abp', devAddr: keys.devAddr, nwkSKey: keys.nwkSKey.toString('hex'), appSKey: keys.appSKey.toString('hex'), class: 'C' },
+      json: { activation: 'abp', devEui: '70B3D57ED0001234', devAddr: keys.devAddr, nwkSKey: keys.nwkSKey.toString('hex'), appSKey: keys.appSKey.toString('hex'), class: 'C' },
     });
     assert.equal(put.status, 200, put.text);
     const { token } = cliJson<{ token: string }>(['station', 'create', '--eui', EUI], daemon.dataDir);
@@ -321,6 +322,7 @@ test('Class C through a station (dC 2, RX2 only, at once); one uplink heard by a
     const dn = await station.waitFor((m) => m.msgtype === 'dnmsg');
     assert.ok(Date.now() - t0 < 2000, `dnmsg after ${Date.now() - t0} ms`);
     assert.equal(dn.dC, 2);
+    assert.equal(dn.DevEui, '70-b3-d5-7e-d0-00-12-34', "an ABP device's DevEUI, given at provisioning");
     assert.equal(dn.RX2DR, 0);
     assert.equal(dn.RX2Freq, 869_525_000);
     assert.equal(dn.rctx, 2);

@@ -447,7 +447,7 @@ export class BasicStationDoor implements RadioSource {
     if (!replyTo || !session) return Promise.reject(new TransmitFailed([`station ${replyTo?.stationEui ?? '?'} is not connected`]));
     if (this.#pending.size >= this.#limits.maxPending) return Promise.reject(new TransmitFailed(['too many downlinks waiting for dntxed']));
     const diid = ++this.#diid;
-    const message: Record<string, unknown> = { msgtype: 'dnmsg', DevEui: dashedEui(replyTo.devEui ?? '0000000000000000'), diid, priority: 0, rctx: replyTo.rctx, MuxTime: this.#o.clock.now() / 1000 };
+    const message: Record<string, unknown> = { msgtype: 'dnmsg', DevEui: dashedEui(t.devEui ?? replyTo.devEui ?? '0000000000000000'), diid, priority: 0, rctx: replyTo.rctx, MuxTime: this.#o.clock.now() / 1000 };
     let rx2Index: number | undefined;
     let rxDelaySeconds = 1;
     let waitMs: number;

@@ -101,7 +101,7 @@ export async function sendDataDownlink(parts: ServerParts, device: LiveDevice, s
       fOpts,
       ...(carry ? { fPort: carry.fPort, payload: carry.payload } : {}),
     });
-  const send = (windows: PlannedWindow[], payload: Buffer) => parts.transmitter.send(chance.source, chance.receiver, chance.replyTo, chance.receivedAt, windows, payload);
+  const send = (windows: PlannedWindow[], payload: Buffer) => parts.transmitter.send(chance.source, chance.receiver, chance.replyTo, chance.receivedAt, windows, payload, device.devEui);
 
   let outcome: { window?: PlannedWindow; problems: string[] } = { problems: [] };
   if (item) {

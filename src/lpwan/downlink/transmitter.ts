@@ -40,9 +40,10 @@ export class Transmitter {
 
   /**
    * Sends `payload` in the first of `windows` that the duty cycle allows and the source manages.
-   * `receiver` names the gateway or modem (its duty cycle), `receivedAt` the uplink being answered.
+   * `receiver` names the gateway or modem (its duty cycle), `receivedAt` the uplink being answered,
+   * `devEui` the device when it has one (an ABP device may not).
    */
-  async send(source: RadioSource, receiver: string, replyTo: unknown, receivedAt: number, windows: PlannedWindow[], payload: Buffer): Promise<SendOutcome> {
+  async send(source: RadioSource, receiver: string, replyTo: unknown, receivedAt: number, windows: PlannedWindow[], payload: Buffer, devEui?: string | null): Promise<SendOutcome> {
     const problems: string[] = [];
     const tracker = this.#tracker(receiver);
     const allowed: Array<{ planned: PlannedWindow; airtime: number; startAt: number; window: TransmitWindow }> = [];
@@ -71,7 +72,7 @@ export class Transmitter {
     }
     if (allowed.length === 0) return { problems };
     try {
-      const result = await source.transmit({ windows: allowed.map((a) => a.window), invertIq: true, replyTo });
+      const result = await source.transmit({ windows: allowed.map((a) => a.window), invertIq: true, replyTo, ...(devEui ? { devEui } : {}) });
       const used = allowed[result.window]!;
       for (const p of result.problems) problems.push(p);
       for (const skipped of allowed.slice(0, result.window)) this.#counter.inc({ window: skipped.planned.name, result: 'tx-error' });

@@ -85,7 +85,7 @@ const sendJoinAccept: Step<JoinContext> = {
     const rx = initialMacState(parts.region, parts.settings.rx2DataRate).rx;
     const windows = source.capabilities.transmit ? classAWindows(parts.region, rx, frame, source.capabilities, true) : [];
     parts.track(
-      parts.transmitter.send(source, frame.source, frame.replyTo, frame.receivedAt, windows, ctx.accept).then((result) => {
+      parts.transmitter.send(source, frame.source, frame.replyTo, frame.receivedAt, windows, ctx.accept, device.devEui).then((result) => {
         if (!result.window) parts.logger.warn({ deviceId: device.deviceId, problems: result.problems }, 'join accept not sent');
       }),
     );
