@@ -31,6 +31,14 @@ test('AES-CMAC matches RFC 4493', () => {
   for (const [len, mac] of expected) assert.equal(aesCmac(key, msg.subarray(0, len)).toString('hex'), mac, `length ${len}`);
   // Precomputed subkeys give the same answer as a raw key.
   assert.equal(aesCmac(cmacKey(key), msg.subarray(0, 40)).toString('hex'), 'dfa66747de9ae63030ca32611497c827');
+  // One cipher per key serves every MAC (it chains from call to call): in any order, and whatever
+  // a caller does to a MAC it was given, the next ones are still right.
+  for (const [len, mac] of [...expected].reverse()) {
+    const got = aesCmac(key, msg.subarray(0, len));
+    assert.equal(got.toString('hex'), mac, `again, length ${len}`);
+    got.fill(0xff);
+  }
+  assert.equal(aesCmac(key, msg.subarray(0, 64)).toString('hex'), '51f0bebf7e3b9d92fc49741779363cfe');
 });
 
 test('V1: MIC and plaintext; a wrong AppSKey still passes the MIC', () => {

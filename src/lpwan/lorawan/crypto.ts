@@ -31,6 +31,30 @@ function ecbCipher(key: AesKey): Cipher {
   return cipher;
 }
 
+/**
+ * CBC ciphers of the keys used lately, each with the chaining value it now holds (its last output
+ * block; zero when new), for CMAC: one `update` call computes a whole CBC-MAC instead of one call per
+ * block. A CBC cipher chains from call to call, but XORing the held value into the first block of
+ * the next message cancels it (E(P1 ⊕ C ⊕ C) = E(P1)): each MAC then starts from a zero IV, as CMAC
+ * wants. Bounded like the ECB ciphers.
+ */
+interface CbcChain {
+  cipher: Cipher;
+  last: Buffer;
+}
+const cbcChains = new Map<AesKey, CbcChain>();
+
+function cbcChain(key: AesKey): CbcChain {
+  let chain = cbcChains.get(key);
+  if (chain) return chain;
+  const cipher = createCipheriv('aes-128-cbc', key, ZERO_BLOCK);
+  cipher.setAutoPadding(false);
+  chain = { cipher, last: Buffer.alloc(16) };
+  if (cbcChains.size >= ECB_CACHE_SIZE) cbcChains.delete(cbcChains.keys().next().value!);
+  cbcChains.set(key, chain);
+  return chain;
+}
+
 /** AES-128-ECB of whole 16-byte blocks, no padding. */
 export function aesEncryptBlocks(key: AesKey, blocks: Buffer): Buffer {
   if (blocks.length % 16 !== 0) throw new RangeError(`AES blocks: ${blocks.length} bytes is not a whole number of blocks`);
@@ -80,15 +104,19 @@ export function aesCmac(key: AesKey | CmacKey, message: Buffer): Buffer {
   const sub = complete ? k.k1 : k.k2;
   const last = (blocks - 1) * 16;
   for (let i = 0; i < 16; i++) padded[last + i]! ^= sub[i]!;
-  // CBC-MAC with a zero IV, chained here over the key's reused ECB cipher (a CBC cipher carries
-  // its chaining state from call to call, so it could not be reused).
-  const cipher = ecbCipher(k.key);
-  let x = cipher.update(padded.subarray(0, 16));
-  for (let o = 16; o < padded.length; o += 16) {
-    for (let i = 0; i < 16; i++) padded[o + i]! ^= x[i]!;
-    x = cipher.update(padded.subarray(o, o + 16));
+  // CBC-MAC with a zero IV over the key's reused CBC cipher (see cbcChain).
+  const chain = cbcChain(k.key);
+  for (let i = 0; i < 16; i++) padded[i]! ^= chain.last[i]!;
+  let out: Buffer;
+  try {
+    out = chain.cipher.update(padded);
+  } catch (err) {
+    cbcChains.delete(k.key); // its chaining value is unknown now
+    throw err;
   }
-  return x;
+  // Kept in a buffer of the chain's own: what the caller does with the MAC cannot change it.
+  out.copy(chain.last, 0, out.length - 16);
+  return out.subarray(out.length - 16);
 }
 
 export const enum Direction {
