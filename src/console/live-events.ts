@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { canReadDevice, type Principal } from '../core/access.js';
 import type { StatePipeline, StateEvent, RefusalEvent } from '../ingest/ingest.js';
 import type { CommandEvent, CommandRouter } from '../commands/router.js';
+import type { DeviceEvent } from '../ingest/device-events.js';
 
 /** What the live view shows; `radio` covers LPWAN uplink, join and downlink events. */
 export type LiveKind = 'state' | 'command' | 'error' | 'radio';
@@ -16,7 +17,7 @@ export interface LiveEvent {
 
 /** A source of device events other than states, commands and refusals (the radio's `device/<id>/events`). */
 export interface DeviceEventSource {
-  onDeviceEvent(listener: (deviceId: string, event: Record<string, unknown>) => void): void;
+  onDeviceEvent(listener: (deviceId: string, event: DeviceEvent) => void): void;
 }
 
 interface Stream {
@@ -107,8 +108,7 @@ export class LiveEvents {
   addSource(source: DeviceEventSource): void {
     source.onDeviceEvent((deviceId, event) => {
       if (!this.#wanted(deviceId, 'radio')) return;
-      const at = typeof event.at === 'string' ? event.at : iso(Date.now());
-      this.#send({ ...event, kind: 'radio', deviceId, at, type: event.type });
+      this.#send({ ...event, kind: 'radio', deviceId, at: iso(event.at), type: event.type });
     });
   }
 

@@ -1,3 +1,4 @@
+import type { DeviceEvent } from '../ingest/device-events.js';
 import type { DeviceEventSource } from './live-events.js';
 
 /** A device's last uplink as `GET /device/<id>/radio` shows it (docs/api.md). */
@@ -44,18 +45,28 @@ const DEFAULT_LIMITS: RecentRadioLimits = { maxDevices: 20_000, downlinksPerDevi
 /** A reason is a sentence; a longer one is cut, so what is kept per outcome stays small. */
 const MAX_TEXT = 200;
 
-/** Copies only the named members of the given type: an event's other members never grow what is kept. */
-function pick<T>(event: Record<string, unknown>, members: Record<string, 'string' | 'number'>): Partial<T> {
-  const out: Record<string, unknown> = {};
-  for (const [name, type] of Object.entries(members)) {
+type Members = ReadonlyArray<readonly [name: string, type: 'string' | 'number']>;
+
+/** Copies only the named members of the given type into `out`: an event's other members never grow what is kept. */
+function pick<T>(event: DeviceEvent, members: Members, out: Record<string, unknown>): T {
+  for (const [name, type] of members) {
     const value = event[name];
     if (typeof value === type) out[name] = typeof value === 'string' && value.length > MAX_TEXT ? `${value.slice(0, MAX_TEXT)}…` : value;
   }
-  return out as Partial<T>;
+  return out as T;
 }
 
-const UPLINK_MEMBERS = { rssi: 'number', snr: 'number', dataRate: 'string', frequency: 'number', source: 'string', gateway: 'string', fCnt: 'number', fPort: 'number' } as const;
-const DOWNLINK_MEMBERS = { id: 'string', window: 'string', reason: 'string', fCnt: 'number', fPort: 'number', gateway: 'string' } as const;
+const UPLINK_MEMBERS: Members = [['rssi', 'number'], ['snr', 'number'], ['dataRate', 'string'], ['frequency', 'number'], ['source', 'string'], ['gateway', 'string'], ['fCnt', 'number'], ['fPort', 'number']];
+const DOWNLINK_MEMBERS: Members = [['id', 'string'], ['window', 'string'], ['reason', 'string'], ['fCnt', 'number'], ['fPort', 'number'], ['gateway', 'string']];
+
+/** What is kept: the summaries with `at` as the event's milliseconds, dated (ISO) only when read. */
+type Kept<T extends { at: string }> = Omit<T, 'at'> & { at: number };
+interface KeptRadio {
+  uplink: Kept<UplinkSummary> | null;
+  downlinks: Array<Kept<DownlinkSummary>>;
+}
+
+const dated = <T extends { at: string }>(kept: Kept<T>): T => ({ ...kept, at: new Date(kept.at).toISOString() }) as unknown as T;
 
 /**
  * The last uplink's radio metadata and the last downlink outcomes of each device, from the same
@@ -66,7 +77,7 @@ const DOWNLINK_MEMBERS = { id: 'string', window: 'string', reason: 'string', fCn
  * `maxDevices`, so a flood of device IDs cannot grow it without limit.
  */
 export class RecentRadio {
-  readonly #byDevice = new Map<string, RadioSummary>();
+  readonly #byDevice = new Map<string, KeptRadio>();
   readonly #limits: RecentRadioLimits;
 
   constructor(source: DeviceEventSource, limits: Partial<RecentRadioLimits> = {}) {
@@ -74,20 +85,20 @@ export class RecentRadio {
     source.onDeviceEvent((deviceId, event) => this.record(deviceId, event));
   }
 
-  record(deviceId: string, event: Record<string, unknown>): void {
+  record(deviceId: string, event: DeviceEvent): void {
     if (event.type !== 'uplink' && event.type !== 'downlink') return;
-    const at = typeof event.at === 'string' ? event.at : new Date().toISOString();
+    const at = event.at;
     const entry = this.#touch(deviceId);
     if (event.type === 'uplink') {
-      entry.uplink = { at, ...pick<UplinkSummary>(event, UPLINK_MEMBERS) };
+      entry.uplink = pick<Kept<UplinkSummary>>(event, UPLINK_MEMBERS, { at });
     } else if (typeof event.status === 'string') {
-      entry.downlinks.unshift({ at, status: event.status, ...pick<DownlinkSummary>(event, DOWNLINK_MEMBERS) });
+      entry.downlinks.unshift(pick<Kept<DownlinkSummary>>(event, DOWNLINK_MEMBERS, { at, status: event.status }));
       entry.downlinks.length = Math.min(entry.downlinks.length, this.#limits.downlinksPerDevice);
     }
   }
 
   /** The device's entry, moved to the newest end of the map (insertion order is the eviction order). */
-  #touch(deviceId: string): RadioSummary {
+  #touch(deviceId: string): KeptRadio {
     const entry = this.#byDevice.get(deviceId) ?? { uplink: null, downlinks: [] };
     this.#byDevice.delete(deviceId);
     this.#byDevice.set(deviceId, entry);
@@ -97,7 +108,7 @@ export class RecentRadio {
 
   of(deviceId: string): RadioSummary {
     const entry = this.#byDevice.get(deviceId);
-    return entry ? { uplink: entry.uplink, downlinks: [...entry.downlinks] } : { uplink: null, downlinks: [] };
+    return entry ? { uplink: entry.uplink && dated(entry.uplink), downlinks: entry.downlinks.map(dated) } : { uplink: null, downlinks: [] };
   }
 
   /** A deleted device's entry goes with it (its ID may not come back, but its memory should not stay). */

@@ -12,23 +12,16 @@ export interface DeviceEvent {
 }
 
 export class DeviceEvents extends EventEmitter<{ event: [deviceId: string, event: DeviceEvent] }> {
-  /** Listeners of the events with `at` as an ISO string: one copy per event serves them all. */
-  readonly #isoListeners: Array<(deviceId: string, event: Record<string, unknown>) => void> = [];
-
   publish(deviceId: string, event: DeviceEvent): void {
     this.emit('event', deviceId, event);
   }
 
-  /** For consumers that want events as they are published (`at` as the ISO string): the console's live view. */
-  onDeviceEvent(listener: (deviceId: string, event: Record<string, unknown>) => void): void {
-    if (this.#isoListeners.length === 0) {
-      this.on('event', (deviceId, event) => {
-        // Every uplink is an event: the copy and its date string are made once, not per listener.
-        const shown = { ...event, at: new Date(event.at).toISOString() };
-        for (const l of this.#isoListeners) l(deviceId, shown);
-      });
-    }
-    this.#isoListeners.push(listener);
+  /**
+   * For the console (live view, recent radio). Every uplink is an event, and most are shown to
+   * nobody: each consumer copies and dates (ISO) only what it sends or keeps, when it does.
+   */
+  onDeviceEvent(listener: (deviceId: string, event: DeviceEvent) => void): void {
+    this.on('event', listener);
   }
 }
 
