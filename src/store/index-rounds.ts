@@ -24,7 +24,7 @@ const SLICE_BY_CODE = new Uint8Array(128).map((_, code) => {
 const TURN_MS = 31;
 
 /**
- * The slice (1…16) the rows of `owner` wait in: the value of their `unindexed` column. By the first
+ * The slice (1…16) the rows of `owner` wait in: the value of their `slice` column. By the first
  * character of the id: random ids make the slices even, and each slice is one run of the index's
  * key order, so the index pages a turn writes are not written again by the next turns (pages
  * shared by neighbouring owners stay in one slice). Stable across processes and versions, which
@@ -35,32 +35,77 @@ export function sliceOf(owner: string): number {
   return code < 128 ? SLICE_BY_CODE[code]! : (code % SLICES) + 1;
 }
 
-/** The tables filled in rounds, and the column naming each row's owner (the key of its partial index). */
-const OWNER_COLUMN = { states: 'asset_id', raw_uplinks: 'device_id' } as const;
-export type RoundsTable = keyof typeof OWNER_COLUMN;
+/**
+ * The tables filled in rounds: the column naming each row's owner, and the table that indexes them
+ * by owner (`<table>_by_<owner>`, keyed by the owner and the order columns, then seq). The rows
+ * waiting for it are listed in `<table>_waiting` (slice, seq). Triggers (src/store/migrations.ts)
+ * keep both in step with inserts and deletes.
+ */
+const ROUNDS_TABLES = {
+  states: { owner: 'asset_id', byOwner: 'states_by_asset', key: 'asset_id, at, seq', ordered: /(?<![@.\w])(at|seq)\b/g },
+  raw_uplinks: { owner: 'device_id', byOwner: 'raw_uplinks_by_device', key: 'device_id, seq', ordered: /(?<![@.\w])(seq)\b/g },
+} as const;
+export type RoundsTable = keyof typeof ROUNDS_TABLES;
+
+/** The table indexing `table`'s rows by owner (its columns: the owner, the order columns, seq). */
+export function byOwnerTable(table: RoundsTable): string {
+  return ROUNDS_TABLES[table].byOwner;
+}
+
+/**
+ * A filter on the rows of an owner, in two parts: `ordered` names only the columns the index by
+ * owner holds besides the owner (for states `at` and `seq`, for raw uplinks `seq`), so it narrows
+ * that index's range; `row` names only the table's other columns and is checked on each row.
+ * Either may use parameters of its own beside `@owner`, `@slice` (see `ownerParameters`) and `@limit`.
+ */
+export interface OwnerFilter {
+  ordered?: string;
+  row?: string;
+}
+
+/** `sql` with the index's own columns read from the index by owner, aliased `o`. */
+function onIndex(table: RoundsTable, sql: string): string {
+  return sql.replace(ROUNDS_TABLES[table].ordered, 'o.$1');
+}
+
+const and = (...conditions: Array<string | undefined>) => conditions.filter(Boolean).map((c) => ` AND ${c}`).join('');
 
 /**
  * The SQL of one owner's rows through both parts of a table filled in rounds: those in its index by
- * owner and those still waiting for it (in `<table>_unindexed` under the owner's slice: at most one
- * round of rows). Each part is ordered by `orderBy` and limited to `@limit` on its own, so neither
- * reads more; `where` may use its own parameters beside `@owner`, `@slice` (see `ownerParameters`)
- * and `@limit`.
+ * owner (read in its order, each row joined by seq) and those still waiting for it (listed under the
+ * owner's slice: at most one round of rows). Each part is ordered by `orderBy` (columns of the index
+ * by owner) and limited to `@limit` on its own, so neither reads more.
  */
-export function ownerRows(table: RoundsTable, columns: string, where: string, orderBy: string): string {
-  const filter = where ? ` AND ${where}` : '';
-  const owner = OWNER_COLUMN[table];
-  return `SELECT ${columns} FROM (SELECT ${columns} FROM ${table} WHERE ${owner} = @owner AND unindexed IS NULL${filter} ORDER BY ${orderBy} LIMIT @limit)
+export function ownerRows(table: RoundsTable, columns: string, filter: OwnerFilter, orderBy: string): string {
+  const { owner, byOwner } = ROUNDS_TABLES[table];
+  const fromRows = columns
+    .split(',')
+    .map((c) => `t.${c.trim()} AS ${c.trim()}`)
+    .join(', ');
+  return `SELECT ${columns} FROM (SELECT ${fromRows} FROM ${byOwner} o JOIN ${table} t ON t.seq = o.seq WHERE o.${owner} = @owner${and(filter.ordered && onIndex(table, filter.ordered), filter.row)} ORDER BY ${onIndex(table, orderBy)} LIMIT @limit)
     UNION ALL
-    SELECT ${columns} FROM (SELECT ${columns} FROM ${table} INDEXED BY ${table}_unindexed WHERE unindexed = @slice AND ${owner} = @owner${filter} ORDER BY ${orderBy} LIMIT @limit)
+    SELECT ${columns} FROM (SELECT ${columns} FROM ${table} WHERE seq IN (SELECT seq FROM ${table}_waiting WHERE slice = @slice) AND ${owner} = @owner${and(filter.ordered, filter.row)} ORDER BY ${orderBy} LIMIT @limit)
     ORDER BY ${orderBy} LIMIT @limit`;
 }
 
-/** The SQL counting one owner's rows that match `where` (parameters as for `ownerRows`) in both parts of the table. */
-export function ownerCount(table: RoundsTable, where = ''): string {
-  const filter = where ? ` AND ${where}` : '';
-  const owner = OWNER_COLUMN[table];
-  return `SELECT (SELECT count(*) FROM ${table} WHERE ${owner} = @owner AND unindexed IS NULL${filter})
-    + (SELECT count(*) FROM ${table} INDEXED BY ${table}_unindexed WHERE unindexed = @slice AND ${owner} = @owner${filter})`;
+/** The SQL counting one owner's rows that match `filter` in both parts of the table. */
+export function ownerCount(table: RoundsTable, filter: OwnerFilter = {}): string {
+  const { owner, byOwner } = ROUNDS_TABLES[table];
+  const indexed = filter.row
+    ? `SELECT count(*) FROM ${byOwner} o JOIN ${table} t ON t.seq = o.seq WHERE o.${owner} = @owner${and(filter.ordered && onIndex(table, filter.ordered), filter.row)}`
+    : `SELECT count(*) FROM ${byOwner} o WHERE o.${owner} = @owner${and(filter.ordered && onIndex(table, filter.ordered))}`;
+  return `SELECT (${indexed})
+    + (SELECT count(*) FROM ${table} WHERE seq IN (SELECT seq FROM ${table}_waiting WHERE slice = @slice) AND ${owner} = @owner${and(filter.ordered, filter.row)})`;
+}
+
+/**
+ * Puts a row just inserted without a slice straight into the index by owner: `key` are the values
+ * of the index's columns (the owner, the order columns, seq). Every writer of a table filled in
+ * rounds lists its rows itself, here or with `IndexRounds.waits` (docs/architecture.md, "History index").
+ */
+export function indexRowNow(db: Database, table: RoundsTable, ...key: Array<string | number | bigint>): void {
+  const { byOwner, key: columns } = ROUNDS_TABLES[table];
+  db.statement(`INSERT INTO ${byOwner} (${columns}) VALUES (${key.map(() => '?').join(', ')})`).run(...key);
 }
 
 /** The `@owner` and `@slice` of the queries that read both parts of an owner's rows. */
@@ -69,23 +114,27 @@ export function ownerParameters(ownerId: string): { owner: string; slice: number
 }
 
 /**
- * An index filled in rounds (docs/architecture.md, "History index"): a row is written with
- * `unindexed` set to its owner's slice, which keeps it out of the table's partial index by owner
- * and puts it in `<table>_unindexed` (slice, seq), where each slice only grows at its end. Every
- * turn a write puts the rows of the next slice into the index with one statement, so each index
- * page the turn changes is written to the log once per ~500 ms instead of once per commit. The
- * table's writer calls `beforeWrite` inside its transaction, so the turn commits with its rows.
+ * An index filled in rounds (docs/architecture.md, "History index"): a row is written with `slice`
+ * set to its owner's slice, which lists it in `<table>_waiting` (slice, seq), where each slice only
+ * grows at its end, instead of in the index by owner. Every turn a write moves the rows of the next
+ * slice into the index, so each index page the turn changes is written to the log once per ~500 ms
+ * instead of once per commit; the rows themselves are never touched again. The table's writer
+ * calls `beforeWrite` inside its transaction, so the turn commits with its rows.
  */
 export class IndexRounds {
   readonly #db: Database;
-  readonly #table: string;
+  readonly #table: RoundsTable;
   /** The last turn whose slice was indexed; undefined after opening: the first write indexes whatever an earlier run left. */
   #lastTurn: number | undefined;
 
-  /** `table` has an `unindexed` column and the index `<table>_unindexed` on (unindexed, seq) of the rows that have it set. */
   constructor(db: Database, table: RoundsTable) {
     this.#db = db;
     this.#table = table;
+  }
+
+  /** Lists a row just inserted with `slice` set as waiting for the index by owner. */
+  waits(slice: number, seq: number | bigint): void {
+    this.#db.statement(`INSERT INTO ${this.#table}_waiting (slice, seq) VALUES (?, ?)`).run(slice, seq);
   }
 
   /** Indexes the slices whose turn came since the last write; inside the writer's transaction. */
@@ -98,8 +147,7 @@ export class IndexRounds {
       this.#all();
       return;
     }
-    const slice = this.#db.statement(`UPDATE ${this.#table} INDEXED BY ${this.#table}_unindexed SET unindexed = NULL WHERE unindexed = ?`);
-    for (let t = last + 1; t <= turn; t++) slice.run((t % SLICES) + 1);
+    for (let t = last + 1; t <= turn; t++) this.#index((t % SLICES) + 1);
   }
 
   /** Puts every waiting row into the index now (a reader that counts through the index, a writer that compares with every row). */
@@ -108,6 +156,17 @@ export class IndexRounds {
   }
 
   #all(): void {
-    this.#db.statement(`UPDATE ${this.#table} INDEXED BY ${this.#table}_unindexed SET unindexed = NULL WHERE unindexed IS NOT NULL`).run();
+    this.#index();
+  }
+
+  /** Moves the rows waiting in `slice` (in every slice: undefined) into the index by owner. */
+  #index(slice?: number): void {
+    const table = this.#table;
+    const { key, byOwner } = ROUNDS_TABLES[table];
+    const fromRow = key.split(', ').map((c) => `t.${c}`).join(', ');
+    const [inSlice, only] = slice === undefined ? ['', ''] : [' WHERE w.slice = ?', ' WHERE slice = ?'];
+    const parameters = slice === undefined ? [] : [slice];
+    this.#db.statement(`INSERT OR IGNORE INTO ${byOwner} (${key}) SELECT ${fromRow} FROM ${table}_waiting w JOIN ${table} t ON t.seq = w.seq${inSlice}`).run(...parameters);
+    this.#db.statement(`DELETE FROM ${table}_waiting${only}`).run(...parameters);
   }
 }

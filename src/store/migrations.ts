@@ -355,13 +355,54 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         WHEN NOT EXISTS (SELECT 1 FROM devices WHERE id = new.device_id)
         BEGIN SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: a raw uplink names a device that does not exist'); END;
     `),
+  // The rounds no longer touch the rows (docs/architecture.md, "History index"). Clearing a flag in
+  // each row of a slice rewrote every table page of the last round once per slice (16 times),
+  // since each page holds rows of every slice. Now the index by owner is a table of its own, and
+  // the rows waiting for it are listed in a second one (by slice); a round moves a slice from one
+  // to the other and leaves the rows as written. The writers insert into them (a trigger that
+  // writes another table makes SQLite keep a statement journal for every insert); triggers keep
+  // them in step with deletions. The column keeps the slice a row waited in (NULL: it went into
+  // the index at once); its values from before stay, unused.
+  (db) =>
+    db.exec(`
+      DROP TRIGGER assets_delete_states;
+      DROP INDEX states_asset_at;
+      DROP INDEX states_unindexed;
+      ALTER TABLE states RENAME COLUMN unindexed TO slice;
+      CREATE TABLE states_by_asset (asset_id TEXT NOT NULL, at INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (asset_id, at, seq)) WITHOUT ROWID;
+      CREATE TABLE states_waiting (slice INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (slice, seq)) WITHOUT ROWID;
+      INSERT INTO states_by_asset (asset_id, at, seq) SELECT asset_id, at, seq FROM states ORDER BY asset_id, at, seq;
+      CREATE TRIGGER states_delete_index AFTER DELETE ON states BEGIN
+        DELETE FROM states_by_asset WHERE asset_id = old.asset_id AND at = old.at AND seq = old.seq;
+        DELETE FROM states_waiting WHERE slice = old.slice AND seq = old.seq;
+      END;
+      CREATE TRIGGER assets_delete_states AFTER DELETE ON assets BEGIN
+        DELETE FROM states WHERE seq IN (SELECT seq FROM states_by_asset WHERE asset_id = old.id);
+        DELETE FROM states WHERE seq IN (SELECT w.seq FROM states_waiting w JOIN states s ON s.seq = w.seq WHERE s.asset_id = old.id);
+      END;
+
+      DROP TRIGGER devices_delete_raw_uplinks;
+      DROP INDEX raw_uplinks_device;
+      DROP INDEX raw_uplinks_unindexed;
+      ALTER TABLE raw_uplinks RENAME COLUMN unindexed TO slice;
+      CREATE TABLE raw_uplinks_by_device (device_id TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (device_id, seq)) WITHOUT ROWID;
+      CREATE TABLE raw_uplinks_waiting (slice INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (slice, seq)) WITHOUT ROWID;
+      INSERT INTO raw_uplinks_by_device (device_id, seq) SELECT device_id, seq FROM raw_uplinks ORDER BY device_id, seq;
+      CREATE TRIGGER raw_uplinks_delete_index AFTER DELETE ON raw_uplinks BEGIN
+        DELETE FROM raw_uplinks_by_device WHERE device_id = old.device_id AND seq = old.seq;
+        DELETE FROM raw_uplinks_waiting WHERE slice = old.slice AND seq = old.seq;
+      END;
+      CREATE TRIGGER devices_delete_raw_uplinks AFTER DELETE ON devices BEGIN
+        DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks_by_device WHERE device_id = old.id);
+        DELETE FROM raw_uplinks WHERE seq IN (SELECT w.seq FROM raw_uplinks_waiting w JOIN raw_uplinks u ON u.seq = w.seq WHERE u.device_id = old.id);
+      END;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
-/** Applies every pending migration; refuses a database written by a newer Outpost. */
 /**
  * The database was migrated by a newer Outpost (a downgrade after an upgrade): this one refuses it
  * untouched, since it cannot know what the newer schema means (docs/operations.md, "Upgrade").
@@ -377,6 +418,7 @@ export class SchemaTooNewError extends Error {
   }
 }
 
+/** Applies every pending migration; refuses a database written by a newer Outpost. */
 export function migrate(db: Database): { from: number; to: number } {
   const from = schemaVersion(db);
   if (from > MIGRATIONS.length) throw new SchemaTooNewError(from, MIGRATIONS.length);

@@ -1,5 +1,5 @@
 import type { Database } from './database.js';
-import { ownerCount, ownerParameters, ownerRows } from './index-rounds.js';
+import { indexRowNow, ownerCount, ownerParameters, ownerRows, type OwnerFilter } from './index-rounds.js';
 import { NEWEST_FIRST, type StoredState } from './states.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
@@ -171,7 +171,7 @@ export class RedecodeJobs {
    * Uplinks a re-decode may rewrite: not those whose format the door fixed (CBOR declared over
    * HTTP), nor those decoded before states remembered their uplink (their states cannot be found).
    */
-  static readonly #ELIGIBLE = 'seq > @after AND at >= @from AND at <= @to AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)';
+  static readonly #ELIGIBLE: OwnerFilter = { ordered: 'seq > @after', row: 'at >= @from AND at <= @to AND declared_format IS NULL AND NOT (codec IS NULL AND decoded = 1)' };
 
   countUplinks(deviceId: string, afterSeq: number, from: number | null, to: number | null): number {
     return this.#stmt(ownerCount('raw_uplinks', RedecodeJobs.#ELIGIBLE)).pluck().get({ ...ownerParameters(deviceId), after: afterSeq, from: from ?? NEVER, to: to ?? FOREVER }) as number;
@@ -186,7 +186,7 @@ export class RedecodeJobs {
   /** The newest `limit` raw uplinks in the range older than `beforeSeq`, newest first (what a codec try runs on, a batch at a time). */
   latestUplinks(deviceId: string, from: number | null, to: number | null, limit: number, beforeSeq = Number.MAX_SAFE_INTEGER): KeptRawUplink[] {
     return (
-      this.#stmt(ownerRows('raw_uplinks', 'seq, at, payload, port', 'at >= @from AND at <= @to AND seq < @before AND declared_format IS NULL', 'seq DESC')).all({
+      this.#stmt(ownerRows('raw_uplinks', 'seq, at, payload, port', { ordered: 'seq < @before', row: 'at >= @from AND at <= @to AND declared_format IS NULL' }, 'seq DESC')).all({
         ...ownerParameters(deviceId),
         from: from ?? NEVER,
         to: to ?? FOREVER,
@@ -205,10 +205,10 @@ export class RedecodeJobs {
     const lost = 's.uplink_seq IS NOT NULL AND s.at >= @from AND s.at <= @to AND NOT EXISTS (SELECT 1 FROM raw_uplinks u WHERE u.seq = s.uplink_seq)';
     const row = this.#stmt(
       `SELECT min(at) AS first, max(at) AS last, count(*) AS n FROM (
-         SELECT s.at FROM assets a JOIN states s ON s.asset_id = a.id AND s.unindexed IS NULL WHERE a.device_id = @device AND ${lost}
+         SELECT s.at FROM assets a JOIN states_by_asset b ON b.asset_id = a.id JOIN states s ON s.seq = b.seq WHERE a.device_id = @device AND ${lost}
          UNION ALL
-         SELECT s.at FROM states s INDEXED BY states_unindexed WHERE s.unindexed IS NOT NULL
-           AND s.asset_id IN (SELECT id FROM assets WHERE device_id = @device) AND ${lost})`,
+         SELECT s.at FROM states_waiting w JOIN states s ON s.seq = w.seq
+           WHERE s.asset_id IN (SELECT id FROM assets WHERE device_id = @device) AND ${lost})`,
     ).get({ device: deviceId, from: from ?? NEVER, to: to ?? FOREVER }) as Row;
     const n = row.n as number;
     return n > 0 ? { from: row.first as number, to: row.last as number, states: n } : null;
@@ -251,7 +251,7 @@ export class RedecodeJobs {
           if (match >= 0) {
             rewrite.run(s.valueJson, r.codec, previous[match]!.seq);
             previous.splice(match, 1);
-          } else insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, r.uplinkSeq, r.codec);
+          } else indexRowNow(this.#db, 'states', s.assetId, s.at, insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, r.uplinkSeq, r.codec).lastInsertRowid);
         }
         for (const p of previous) remove.run(p.seq);
       }
@@ -268,7 +268,7 @@ export class RedecodeJobs {
     // Every asset of the device, not only those this process saw change: a resumed job may have
     // rewritten others before the restart.
     const assetIds = this.#stmt('SELECT id FROM assets WHERE device_id = ?').pluck().all(deviceId) as string[];
-    const newest = this.#stmt(ownerRows('states', 'seq, at, value', '', NEWEST_FIRST));
+    const newest = this.#stmt(ownerRows('states', 'seq, at, value', {}, NEWEST_FIRST));
     const current = this.#stmt('SELECT at, value FROM latest_states WHERE asset_id = ?');
     const upsert = this.#stmt(
       `INSERT INTO latest_states (asset_id, seq, at, value) VALUES (?, ?, ?, ?)

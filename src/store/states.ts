@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './database.js';
-import { IndexRounds, ownerCount, ownerParameters, ownerRows, sliceOf } from './index-rounds.js';
+import { IndexRounds, indexRowNow, ownerCount, ownerParameters, ownerRows, sliceOf } from './index-rounds.js';
 import { takePage, type PageBudget } from './page.js';
 
 /** A state as stored: `value` is kept as its JSON text so it is serialised once on the way in. */
@@ -75,7 +75,7 @@ export class StateStore {
   #writeStatements(): WriteStatements {
     const columns = 'asset_id, at, value, received_at, uplink_seq, codec';
     return (this.#write ??= {
-      insertUnindexed: this.#db.statement(`INSERT INTO states (${columns}, unindexed) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+      insertUnindexed: this.#db.statement(`INSERT INTO states (${columns}, slice) VALUES (?, ?, ?, ?, ?, ?, ?)`),
       insertIndexed: this.#db.statement(`INSERT INTO states (${columns}) VALUES (?, ?, ?, ?, ?, ?)`),
       // Ties on `at` go to the last received, hence >=.
       latest: this.#db.statement(
@@ -84,7 +84,7 @@ export class StateStore {
          WHERE excluded.at >= latest_states.at`,
       ),
       // Asked only once nothing waits outside the index (see write).
-      held: this.#db.statement('SELECT 1 FROM states WHERE asset_id = ? AND unindexed IS NULL AND at = ? AND value = ? LIMIT 1').pluck(),
+      held: this.#db.statement('SELECT 1 FROM states_by_asset b JOIN states s ON s.seq = b.seq WHERE b.asset_id = ? AND b.at = ? AND s.value = ? LIMIT 1').pluck(),
     });
   }
 
@@ -109,9 +109,15 @@ export class StateStore {
           s.duplicate = true;
           continue;
         }
-        const seq = compares
-          ? insertIndexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid
-          : insertUnindexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null, sliceOf(s.assetId)).lastInsertRowid;
+        let seq: number | bigint;
+        if (compares) {
+          seq = insertIndexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null).lastInsertRowid;
+          indexRowNow(this.#db, 'states', s.assetId, s.at, seq);
+        } else {
+          const slice = sliceOf(s.assetId);
+          seq = insertUnindexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null, slice).lastInsertRowid;
+          this.#rounds.waits(slice, seq);
+        }
         const best = newest.get(s.assetId);
         if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
       }
@@ -164,7 +170,7 @@ export class StateStore {
     const to = query.to ?? 8.64e15;
     const c = query.cursor ?? { at: 8.64e15 + 1, seq: 0 };
     const rows = this.#db
-      .statement(ownerRows('states', 'seq, at, value, uplink_seq, codec', 'at >= @from AND at <= @to AND (at < @at OR (at = @at AND seq < @seq))', NEWEST_FIRST))
+      .statement(ownerRows('states', 'seq, at, value, uplink_seq, codec', { ordered: 'at >= @from AND at <= @to AND (at < @at OR (at = @at AND seq < @seq))' }, NEWEST_FIRST))
       .iterate({ ...ownerParameters(assetId), from, to, at: c.at, seq: c.seq, limit: query.limit + 1 }) as IterableIterator<Row>;
     const page = takePage<Row, HistoryRecord & { seq: number }>(rows, query.limit, query.budget, (r) => ({
       seq: r.seq as number,
@@ -215,8 +221,8 @@ export class StateStore {
     // Counting per asset reads the index by asset: what waits for it goes in first. States written
     // after this (in later turns) are newer and are counted by the next run.
     this.indexWaiting();
-    const cutoff = this.#db.statement('SELECT at, seq FROM states WHERE asset_id = ? AND unindexed IS NULL ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
-    const byCount = this.#db.statement('DELETE FROM states WHERE asset_id = ? AND unindexed IS NULL AND (at < ? OR (at = ? AND seq <= ?))');
+    const cutoff = this.#db.statement('SELECT at, seq FROM states_by_asset WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
+    const byCount = this.#db.statement('DELETE FROM states WHERE seq IN (SELECT seq FROM states_by_asset WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?)))');
     for (const assetId of assetIds) {
       const edge = cutoff.get(assetId, keepPerAsset) as Row | undefined;
       if (edge) removed += byCount.run(assetId, edge.at, edge.at, edge.seq).changes;

@@ -52,9 +52,10 @@ export class UplinkStore {
   }
 
   #insert(input: NewUplink): number {
-    return Number(
+    const slice = sliceOf(input.deviceId);
+    const seq = Number(
       this.#db
-        .statement('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format, unindexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .statement('INSERT INTO raw_uplinks (device_id, at, payload, port, source, decoded, error, codec, declared_format, slice) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
         .run(
           input.deviceId,
           input.at,
@@ -65,9 +66,11 @@ export class UplinkStore {
           input.error,
           input.codec ?? null,
           input.declaredFormat ?? null,
-          sliceOf(input.deviceId),
+          slice,
         ).lastInsertRowid,
     );
+    this.#rounds.waits(slice, seq);
+    return seq;
   }
 
   /**
@@ -77,7 +80,7 @@ export class UplinkStore {
    */
   list(deviceId: string, limit: number, before?: number, budget?: PageBudget<UplinkRecord>): { data: UplinkRecord[]; next: string | null } {
     const rows = this.#db
-      .statement(ownerRows('raw_uplinks', 'seq, at, payload, port, source, decoded, error, codec', 'seq < @before', 'seq DESC'))
+      .statement(ownerRows('raw_uplinks', 'seq, at, payload, port, source, decoded, error, codec', { ordered: 'seq < @before' }, 'seq DESC'))
       .iterate({ ...ownerParameters(deviceId), before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }) as IterableIterator<Row>;
     const page = takePage(rows, limit, budget, (r) => ({
       seq: r.seq as number,
@@ -104,9 +107,9 @@ export class UplinkStore {
     // Counting per device reads the index by device: what waits for it goes in first. Uplinks
     // received after this (in later turns) are newer and are counted by the next run.
     this.#rounds.runNow();
-    const devices = this.#db.statement('SELECT device_id FROM raw_uplinks WHERE unindexed IS NULL GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
-    const edge = this.#db.statement('SELECT seq FROM raw_uplinks WHERE device_id = ? AND unindexed IS NULL ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
-    const drop = this.#db.statement('DELETE FROM raw_uplinks WHERE device_id = ? AND unindexed IS NULL AND seq <= ?');
+    const devices = this.#db.statement('SELECT device_id FROM raw_uplinks_by_device GROUP BY device_id HAVING count(*) > ?').pluck().all(keep) as string[];
+    const edge = this.#db.statement('SELECT seq FROM raw_uplinks_by_device WHERE device_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
+    const drop = this.#db.statement('DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks_by_device WHERE device_id = ? AND seq <= ?)');
     for (const id of devices) {
       const seq = edge.get(id, keep) as number | undefined;
       if (seq !== undefined) removed += drop.run(id, seq).changes;

@@ -32,7 +32,7 @@ const state = (assetId: string, at: number, value: number): StoredState => ({ as
 function waiting(store: Store, table: 'states' | 'raw_uplinks' = 'states'): number {
   const peek = inspect(store.path);
   try {
-    return peek.prepare(`SELECT count(*) FROM ${table} WHERE unindexed IS NOT NULL`).pluck().get() as number;
+    return peek.prepare(`SELECT count(*) FROM ${table}_waiting`).pluck().get() as number;
   } finally {
     peek.close();
   }
@@ -218,8 +218,9 @@ test('a database from before the change keeps every state and raw uplink, and de
   assert.deepEqual(migrate(db), { from: BEFORE_ROUNDS, to: MIGRATIONS.length });
   assert.deepEqual(db.prepare('SELECT seq, asset_id, at, value, received_at, uplink_seq, codec FROM states ORDER BY seq').all(), statesBefore);
   assert.deepEqual(db.prepare('SELECT seq, device_id, at, payload, port, source, decoded, error, codec, declared_format FROM raw_uplinks ORDER BY seq').all(), rawBefore);
-  assert.equal(db.prepare('SELECT count(*) FROM states WHERE unindexed IS NOT NULL').pluck().get(), 0, 'every state it had is in the index');
-  assert.equal(db.prepare('SELECT count(*) FROM raw_uplinks WHERE unindexed IS NOT NULL').pluck().get(), 0, 'every raw uplink it had is in the index');
+  assert.equal(db.prepare('SELECT count(*) FROM states_by_asset').pluck().get(), 50, 'every state it had is in the index');
+  assert.equal(db.prepare('SELECT count(*) FROM raw_uplinks_by_device').pluck().get(), 20, 'every raw uplink it had is in the index');
+  assert.equal(db.prepare('SELECT count(*) FROM states_waiting').pluck().get(), 0);
   assert.deepEqual(db.pragma('foreign_key_check'), []);
   db.prepare("DELETE FROM assets WHERE id = 'x'").run();
   assert.deepEqual(db.prepare('SELECT DISTINCT asset_id FROM states').pluck().all(), ['y']);
@@ -227,4 +228,31 @@ test('a database from before the change keeps every state and raw uplink, and de
   assert.equal(db.prepare('SELECT count(*) FROM states').pluck().get(), 0, "the device's assets went, and their states with them");
   assert.deepEqual(db.prepare('SELECT DISTINCT device_id FROM raw_uplinks').pluck().all(), ['e']);
   db.close();
+});
+
+test('rows still waiting under the flag of the release before (schema 13) are in the index after the upgrade', () => {
+  const dir = tempDir();
+  const path = join(dir, 'outpost.db');
+  const old = new BetterSqlite3(path);
+  old.pragma('foreign_keys = ON');
+  const FLAGGED = 13;
+  for (const step of MIGRATIONS.slice(0, FLAGGED)) step(old);
+  old.pragma(`user_version = ${FLAGGED}`);
+  old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
+  old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES ('x', 'd', 'x', 'sensor', '{}', 0, 0)").run();
+  // Half of them indexed, half waiting (that release's daemon stopped between two rounds).
+  const insert = old.prepare('INSERT INTO states (asset_id, at, value, received_at, unindexed) VALUES (?, ?, ?, ?, ?)');
+  for (let i = 0; i < 10; i++) insert.run('x', i, String(i), i, i < 5 ? null : sliceOf('x'));
+  const raw = old.prepare("INSERT INTO raw_uplinks (device_id, at, payload, source, decoded, unindexed) VALUES ('d', ?, ?, 'test', 1, ?)");
+  for (let i = 0; i < 6; i++) raw.run(i, Buffer.from([i]), i < 3 ? null : sliceOf('d'));
+  old.close();
+
+  const store = Store.open(dir);
+  try {
+    assert.deepEqual(wholeHistory(store, 'x', 3), ['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
+    assert.equal(store.states.count('x'), 10);
+    assert.deepEqual(store.uplinks.list('d', 10).data.map((u) => u.at), [5, 4, 3, 2, 1, 0]);
+  } finally {
+    store.close();
+  }
 });
