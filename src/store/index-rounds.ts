@@ -104,9 +104,13 @@ export function ownerCount(table: RoundsTable, filter: OwnerFilter = {}): string
  * rounds lists its rows itself, here or with `IndexRounds.waits` (docs/architecture.md, "History index").
  */
 export function indexRowNow(db: Database, table: RoundsTable, ...key: Array<string | number | bigint>): void {
-  const { byOwner, key: columns } = ROUNDS_TABLES[table];
-  db.statement(`INSERT INTO ${byOwner} (${columns}) VALUES (${key.map(() => '?').join(', ')})`).run(...key);
+  db.statement(INDEX_ROW[table]).run(...key);
 }
+
+/** The SQL of `indexRowNow`, made once: the statement cache is keyed by the text. */
+const INDEX_ROW = Object.fromEntries(
+  Object.entries(ROUNDS_TABLES).map(([table, { byOwner, key }]) => [table, `INSERT INTO ${byOwner} (${key}) VALUES (${key.split(', ').map(() => '?').join(', ')})`]),
+) as Record<RoundsTable, string>;
 
 /** The `@owner` and `@slice` of the queries that read both parts of an owner's rows. */
 export function ownerParameters(ownerId: string): { owner: string; slice: number } {
@@ -127,14 +131,18 @@ export class IndexRounds {
   /** The last turn whose slice was indexed; undefined after opening: the first write indexes whatever an earlier run left. */
   #lastTurn: number | undefined;
 
+  /** Made once: the statement cache is keyed by the text, and this runs for every row written. */
+  readonly #waitsSql: string;
+
   constructor(db: Database, table: RoundsTable) {
     this.#db = db;
     this.#table = table;
+    this.#waitsSql = `INSERT INTO ${table}_waiting (slice, seq) VALUES (?, ?)`;
   }
 
   /** Lists a row just inserted with `slice` set as waiting for the index by owner. */
   waits(slice: number, seq: number | bigint): void {
-    this.#db.statement(`INSERT INTO ${this.#table}_waiting (slice, seq) VALUES (?, ?)`).run(slice, seq);
+    this.#db.statement(this.#waitsSql).run(slice, seq);
   }
 
   /** Indexes the slices whose turn came since the last write; inside the writer's transaction. */
