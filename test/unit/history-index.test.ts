@@ -16,7 +16,7 @@ import { newId } from '../../src/core/ids.js';
 import { inspect } from '../helpers/sqlite.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-history-index-'));
-/** The schema version before the indexes filled in rounds (the two migrations after it rebuild states and raw_uplinks). */
+/** The schema version before the indexes filled in rounds (the two migrations after it rebuild states and raw_uplinks; the third makes the indexes tables of their own). */
 const BEFORE_ROUNDS = 11;
 
 function storeWithAssets(names: string[]) {
