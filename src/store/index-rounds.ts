@@ -36,21 +36,17 @@ export function sliceOf(owner: string): number {
 }
 
 /**
- * The tables filled in rounds: the column naming each row's owner, and the table that indexes them
- * by owner (`<table>_by_<owner>`, keyed by the owner and the order columns, then seq). The rows
- * waiting for it are listed in `<table>_waiting` (slice, seq). Triggers (src/store/migrations.ts)
- * keep both in step with inserts and deletes.
+ * The tables filled in rounds: the column naming each row's owner, the table that indexes them by
+ * owner (`<table>_by_<owner>`, keyed by the owner and the order columns, then seq), and what in a
+ * filter names those order columns (see `onIndex`). The rows waiting for that index are listed in
+ * `<table>_waiting` (slice, seq). Writers list each row they insert (`IndexRounds.waits`,
+ * `indexRowNow`); triggers (src/store/migrations.ts, schema 14) follow deletions.
  */
 const ROUNDS_TABLES = {
   states: { owner: 'asset_id', byOwner: 'states_by_asset', key: 'asset_id, at, seq', ordered: /(?<![@.\w])(at|seq)\b/g },
   raw_uplinks: { owner: 'device_id', byOwner: 'raw_uplinks_by_device', key: 'device_id, seq', ordered: /(?<![@.\w])(seq)\b/g },
 } as const;
 export type RoundsTable = keyof typeof ROUNDS_TABLES;
-
-/** The table indexing `table`'s rows by owner (its columns: the owner, the order columns, seq). */
-export function byOwnerTable(table: RoundsTable): string {
-  return ROUNDS_TABLES[table].byOwner;
-}
 
 /**
  * A filter on the rows of an owner, in two parts: `ordered` names only the columns the index by
@@ -174,6 +170,8 @@ export class IndexRounds {
     const fromRow = key.split(', ').map((c) => `t.${c}`).join(', ');
     const [inSlice, only] = slice === undefined ? ['', ''] : [' WHERE w.slice = ?', ' WHERE slice = ?'];
     const parameters = slice === undefined ? [] : [slice];
+    // OR IGNORE: a statement of many rows that could fail halfway on a constraint makes SQLite copy
+    // every page it changes to a statement journal first; no row can be there twice (seq is unique).
     this.#db.statement(`INSERT OR IGNORE INTO ${byOwner} (${key}) SELECT ${fromRow} FROM ${table}_waiting w JOIN ${table} t ON t.seq = w.seq${inSlice}`).run(...parameters);
     this.#db.statement(`DELETE FROM ${table}_waiting${only}`).run(...parameters);
   }
