@@ -36,7 +36,7 @@ function ecbCipher(key: AesKey): Cipher {
  * block; zero when new), for CMAC: one `update` call computes a whole CBC-MAC instead of one call per
  * block. A CBC cipher chains from call to call, but XORing the held value into the first block of
  * the next message cancels it (E(P1 ⊕ C ⊕ C) = E(P1)): each MAC then starts from a zero IV, as CMAC
- * wants. Bounded like the ECB ciphers.
+ * wants. Bounded like the ECB ciphers (another ~2 MB at most).
  */
 interface CbcChain {
   cipher: Cipher;
