@@ -118,6 +118,34 @@ describe('web console', () => {
     await page.close();
   });
 
+  it('a page that loads late never replaces the page opened after it', async () => {
+    const page = await browser.newPage();
+    try {
+      // The sign-in opens the devices page; its code is held back while the admin page is opened.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await page.route('**/console/devices.js', async (route) => {
+        await held;
+        await route.continue();
+      });
+      const lateApiCalls: string[] = [];
+      await signIn(page, ids.app.token);
+      await page.getByRole('link', { name: 'Admin' }).click();
+      await page.getByLabel('Device name').waitFor();
+      page.on('request', (request) => {
+        if (new URL(request.url()).pathname === '/devices') lateApiCalls.push(request.url());
+      });
+      const loaded = page.waitForEvent('requestfinished', (request) => request.url().endsWith('/console/devices.js'));
+      release();
+      await loaded;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Admin');
+      assert.deepEqual(lateApiCalls, [], 'the superseded page does not even load its data');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('registers a device from the admin page that can then publish with its token', async () => {
     const page = await browser.newPage({ viewport: { width: 1100, height: 1400 } });
     await signIn(page, ids.app.token);

@@ -23,8 +23,15 @@ const PAGES = [
 ];
 
 let leavePage = () => {};
+/**
+ * Counts route changes. A page loads over the network; when another route began meanwhile (a quick
+ * click on the next link, or the sign-in's own route), the slower one must not replace the page
+ * shown after it, nor keep its live stream open.
+ */
+let routeCount = 0;
 
 function showSignIn(text) {
+  routeCount++; // a page still loading is not shown after the sign-out
   leavePage();
   leavePage = () => {};
   session.token = null;
@@ -66,6 +73,8 @@ async function route() {
   }
   leavePage();
   leavePage = () => {};
+  const thisRoute = ++routeCount;
+  const superseded = () => thisRoute !== routeCount;
   if (!page || !can(page.scope)) {
     view.replaceChildren(h('h1', {}, 'Nothing here'), h('p', {}, page ? 'This token may not open this page.' : 'This token may not read devices; ask for a token with the read scope.'));
     return;
@@ -73,13 +82,18 @@ async function route() {
   view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
   try {
     const render = await page.load();
+    if (superseded()) return;
     const container = h('div');
     const leave = await render(container, rest.map(decodeURIComponent), { can, who });
+    if (superseded()) {
+      if (typeof leave === 'function') leave();
+      return;
+    }
     view.replaceChildren(container);
     leavePage = typeof leave === 'function' ? leave : () => {};
     document.getElementById('main').focus({ preventScroll: true });
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return;
+    if (superseded() || (err instanceof ApiError && err.status === 401)) return;
     view.replaceChildren(h('h1', {}, 'Error'), h('p', { class: 'error', role: 'alert' }, err.message));
   }
 }
