@@ -81,7 +81,7 @@ describe('web console', () => {
   it('shows devices, plots history and updates a value published over MQTT live', async () => {
     const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
     await signIn(page, ids.app.token);
-    await page.getByRole('row', { name: /test-device/ }).getByText('IP').waitFor();
+    await page.getByRole('row', { name: /test-device/ }).getByText('IP', { exact: true }).waitFor();
     await page.getByRole('link', { name: 'test-device' }).click();
     const plot = page.locator('section[aria-label="History of temperature"] .plot');
     await plot.waitFor();
