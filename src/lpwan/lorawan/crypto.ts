@@ -18,17 +18,24 @@ export type AesKey = Buffer;
  * 2 MB at most): with more devices than fit, a key is only scheduled again, as it was before. Keys
  * are never changed in place (a new session gets new buffers), so the buffer identifies its key.
  */
-const ECB_CACHE_SIZE = 2048;
+const CIPHER_CACHE_SIZE = 2048;
 const ecbCiphers = new Map<AesKey, Cipher>();
 
+/** The cached value of `key`, made and kept (the oldest dropped past CIPHER_CACHE_SIZE) on first use. */
+function cachedFor<V>(cache: Map<AesKey, V>, key: AesKey, make: (key: AesKey) => V): V {
+  let value = cache.get(key);
+  if (value) return value;
+  value = make(key);
+  if (cache.size >= CIPHER_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(key, value);
+  return value;
+}
+
+// Module-level makers: the hot path allocates no closure for a cache hit.
+const newEcbCipher = (key: AesKey): Cipher => createCipheriv('aes-128-ecb', key, null).setAutoPadding(false);
+
 function ecbCipher(key: AesKey): Cipher {
-  let cipher = ecbCiphers.get(key);
-  if (cipher) return cipher;
-  cipher = createCipheriv('aes-128-ecb', key, null);
-  cipher.setAutoPadding(false);
-  if (ecbCiphers.size >= ECB_CACHE_SIZE) ecbCiphers.delete(ecbCiphers.keys().next().value!);
-  ecbCiphers.set(key, cipher);
-  return cipher;
+  return cachedFor(ecbCiphers, key, newEcbCipher);
 }
 
 /**
@@ -44,15 +51,10 @@ interface CbcChain {
 }
 const cbcChains = new Map<AesKey, CbcChain>();
 
+const newCbcChain = (key: AesKey): CbcChain => ({ cipher: createCipheriv('aes-128-cbc', key, ZERO_BLOCK).setAutoPadding(false), last: Buffer.alloc(16) });
+
 function cbcChain(key: AesKey): CbcChain {
-  let chain = cbcChains.get(key);
-  if (chain) return chain;
-  const cipher = createCipheriv('aes-128-cbc', key, ZERO_BLOCK);
-  cipher.setAutoPadding(false);
-  chain = { cipher, last: Buffer.alloc(16) };
-  if (cbcChains.size >= ECB_CACHE_SIZE) cbcChains.delete(cbcChains.keys().next().value!);
-  cbcChains.set(key, chain);
-  return chain;
+  return cachedFor(cbcChains, key, newCbcChain);
 }
 
 /** AES-128-ECB of whole 16-byte blocks, no padding. */
