@@ -148,7 +148,7 @@ export class IndexRounds {
     if (last === turn) return;
     this.#lastTurn = turn;
     if (last === undefined || turn - last >= SLICES) {
-      this.#all();
+      this.#index();
       return;
     }
     for (let t = last + 1; t <= turn; t++) this.#index((t % SLICES) + 1);
@@ -156,11 +156,7 @@ export class IndexRounds {
 
   /** Puts every waiting row into the index now (a reader that counts through the index, a writer that compares with every row). */
   runNow(): void {
-    this.#db.atomically(() => this.#all());
-  }
-
-  #all(): void {
-    this.#index();
+    this.#db.atomically(() => this.#index());
   }
 
   /** Moves the rows waiting in `slice` (in every slice: undefined) into the index by owner. */
