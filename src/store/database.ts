@@ -103,12 +103,13 @@ export class Database {
   }
 
   /**
-   * Deletes the rows of `table` matching `where` (with `params`) at most `chunk` at a time, each
-   * chunk its own short transaction, so retention never holds the write lock long enough to stall
-   * the group commit. Returns how many went.
+   * Deletes the rows of `table` whose seq `seqs` selects (a SELECT of one column, with `params`) at
+   * most `chunk` at a time, each chunk its own short transaction, so retention never holds the
+   * write lock long enough to stall the group commit. `seqs` should find its rows through an index
+   * (it runs again for each chunk). Returns how many went.
    */
-  deleteInChunks(table: 'states' | 'raw_uplinks', where: string, params: unknown[], chunk = 5000): number {
-    const statement = this.statement(`DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE ${where} LIMIT ${chunk})`);
+  deleteInChunks(table: 'states' | 'raw_uplinks', seqs: string, params: unknown[], chunk = 5000): number {
+    const statement = this.statement(`DELETE FROM ${table} WHERE seq IN (${seqs} LIMIT ${chunk})`);
     let removed = 0;
     for (;;) {
       const n = statement.run(...params).changes;

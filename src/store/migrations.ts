@@ -397,6 +397,19 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
         DELETE FROM raw_uplinks WHERE seq IN (SELECT w.seq FROM raw_uplinks_waiting w JOIN raw_uplinks u ON u.seq = w.seq WHERE u.device_id = old.id);
       END;
     `),
+  // Less work for every state and raw uplink written (docs/architecture.md, "History index"):
+  // - no index by time: retention by age reads each asset's range of states_by_asset, and raw
+  //   uplinks (whose `at` is when they came) in the order received;
+  // - no trigger checking that a state's asset exists: the group commit's latest-state upsert
+  //   refuses it through the foreign key of latest_states, in the same transaction, and the one
+  //   other writer (re-decode) checks in its INSERT. The raw uplinks' trigger stays: nothing else
+  //   checks their device.
+  (db) =>
+    db.exec(`
+      DROP INDEX states_at;
+      DROP INDEX raw_uplinks_at;
+      DROP TRIGGER states_insert_asset;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

@@ -233,7 +233,9 @@ export class RedecodeJobs {
     const old = this.#stmt('SELECT seq, asset_id, at, uplink_seq FROM states WHERE uplink_seq IN (SELECT value FROM json_each(?))');
     const rewrite = this.#stmt('UPDATE states SET value = ?, codec = ? WHERE seq = ?');
     const remove = this.#stmt('DELETE FROM states WHERE seq = ?');
-    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
+    // Only for an asset that still exists (it may have been deleted while the job ran): nothing
+    // else refuses a state of an unknown asset here (src/store/migrations.ts, schema 15).
+    const insert = this.#stmt('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM assets WHERE id = ?)');
     const mark = this.#stmt('UPDATE raw_uplinks SET decoded = 1, error = NULL, codec = ? WHERE seq IN (SELECT value FROM json_each(?))');
     const advance = this.#stmt('UPDATE redecode_jobs SET last_seq = ?, done = ?, replaced = ?, failed = ?, problems = ?, updated_at = ? WHERE device_id = ?');
     this.#db.transaction(() => {
@@ -251,7 +253,10 @@ export class RedecodeJobs {
           if (match >= 0) {
             rewrite.run(s.valueJson, r.codec, previous[match]!.seq);
             previous.splice(match, 1);
-          } else indexRowNow(this.#db, 'states', s.assetId, s.at, insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, r.uplinkSeq, r.codec).lastInsertRowid);
+          } else {
+            const added = insert.run(s.assetId, s.at, s.valueJson, s.receivedAt, r.uplinkSeq, r.codec, s.assetId);
+            if (added.changes > 0) indexRowNow(this.#db, 'states', s.assetId, s.at, added.lastInsertRowid);
+          }
         }
         for (const p of previous) remove.run(p.seq);
       }

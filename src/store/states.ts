@@ -216,11 +216,13 @@ export class StateStore {
    * transactions so writers are never held long.
    */
   prune(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {
-    let removed = this.#db.deleteInChunks('states', 'at < ?', [olderThan]);
-    removed += this.#db.statement('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
-    // Counting per asset reads the index by asset: what waits for it goes in first. States written
-    // after this (in later turns) are newer and are counted by the next run.
+    // Both limits read the index by asset: what waits for it goes in first. States written after
+    // this (in later turns) are pruned by the next run.
     this.indexWaiting();
+    // By age, each asset's range of the index by asset (there is no index by time: it cost every
+    // write more than this costs a run, docs/architecture.md, "History index").
+    let removed = this.#db.deleteInChunks('states', 'SELECT b.seq FROM assets a JOIN states_by_asset b ON b.asset_id = a.id AND b.at < ?', [olderThan]);
+    removed += this.#db.statement('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
     const cutoff = this.#db.statement('SELECT at, seq FROM states_by_asset WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
     const byCount = this.#db.statement('DELETE FROM states WHERE seq IN (SELECT seq FROM states_by_asset WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?)))');
     for (const assetId of assetIds) {

@@ -103,7 +103,12 @@ export class UplinkStore {
 
   /** Keeps the newest `keep` raw uplinks of each device that has more, and none received before `olderThan`. */
   prune(keep: number, olderThan = -8.64e15): number {
-    let removed = this.#db.deleteInChunks('raw_uplinks', 'at < ?', [olderThan]);
+    // By age in the order received: `at` is when the uplink came, so it grows with seq, and the
+    // rows before the first one young enough are the old ones (found by seq, without an index by
+    // time, which cost every write more than this costs a run). After the clock was set back,
+    // the rows received since wait until those before them are old too.
+    const young = this.#db.statement('SELECT seq FROM raw_uplinks WHERE at >= ? ORDER BY seq LIMIT 1').pluck().get(olderThan) as number | undefined;
+    let removed = this.#db.deleteInChunks('raw_uplinks', 'SELECT seq FROM raw_uplinks WHERE seq < ?', [young ?? Number.MAX_SAFE_INTEGER]);
     // Counting per device reads the index by device: what waits for it goes in first. Uplinks
     // received after this (in later turns) are newer and are counted by the next run.
     this.#rounds.runNow();

@@ -98,6 +98,41 @@ test('retention keeps the newest N states per asset and drops states past the ag
   store.close();
 });
 
+test('retention by age reaches states still waiting for the index and every asset, in chunks', () => {
+  const store = Store.open(tempDir());
+  const { device } = store.devices.create({ name: 'd' }, 0);
+  const assets = ['a', 'b', 'c'].map((name) => store.assets.create({ deviceId: device.id, name, is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0));
+  // 6 000 old states of one asset: more than one chunk of the age pruning.
+  store.states.write(Array.from({ length: 6_000 }, (_, i) => ({ assetId: assets[0]!.id, at: i, valueJson: String(i), receivedAt: 0 })));
+  store.states.indexWaiting();
+  // Written after the last round: still waiting for the index when the pruning starts.
+  store.states.write([
+    { assetId: assets[1]!.id, at: 100, valueJson: '1', receivedAt: 0 },
+    { assetId: assets[1]!.id, at: 9_000, valueJson: '2', receivedAt: 0 },
+    { assetId: assets[2]!.id, at: 9_001, valueJson: '3', receivedAt: 0 },
+  ]);
+  assert.equal(store.states.prune(8_000, [], 1_000_000), 6_001);
+  assert.deepEqual(
+    assets.map((a) => store.states.count(a.id)),
+    [0, 1, 1],
+  );
+  assert.equal(store.states.history(assets[1]!.id, { limit: 5 }).data[0]!.valueJson, '2');
+  assert.equal(store.states.latest(assets[0]!.id)?.valueJson, '5999', 'the latest state stays when its history is pruned');
+  store.close();
+});
+
+test('raw uplinks past the age limit go in the order received, also after the clock was set back', () => {
+  const store = Store.open(tempDir());
+  const { device } = store.devices.create({ name: 'd' }, 0);
+  // Received in this order; the clock was set back between 10 and 3.
+  for (const at of [1, 2, 10, 3, 11]) store.uplinks.record({ deviceId: device.id, at, payload: new Uint8Array([at]), port: 1, source: 'mqtt', decoded: true, error: null });
+  assert.equal(store.uplinks.prune(100, 5), 2, 'the two received before the first young one');
+  assert.deepEqual(store.uplinks.list(device.id, 10).data.map((u) => u.at), [11, 3, 10]);
+  assert.equal(store.uplinks.prune(100, 12), 3, 'everything, once all are old');
+  assert.equal(store.uplinks.list(device.id, 10).data.length, 0);
+  store.close();
+});
+
 test('raw uplinks are kept newest first, paged, and bounded per device', () => {
   const store = Store.open(tempDir());
   const { device } = store.devices.create({ name: 'd' }, 0);
