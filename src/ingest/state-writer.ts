@@ -40,6 +40,23 @@ export type DurableStage = (states: StoredState[]) => Promise<void>;
  */
 export const DEFAULT_COMMIT_WINDOW_MS = 5;
 
+/**
+ * SQLite refused a row naming an asset or device that no longer exists (the foreign key of
+ * latest_states, the raw uplinks' trigger): deleted after the write was accepted, while it waited
+ * for the commit.
+ */
+function namesDeletedOwner(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === 'SQLITE_CONSTRAINT_TRIGGER';
+}
+
+/** The refusal of a write whose asset or device was deleted while it waited. */
+function deletedOwnerRefusal(write: Write): ServiceError {
+  return write.states.length > 0
+    ? new ServiceError('ASSET_NOT_FOUND', 'the asset was deleted before its state was stored')
+    : new ServiceError('DEVICE_NOT_FOUND', 'the device was deleted before its uplink was stored');
+}
+
 /** What the writer needs of the store. */
 type WriterStore = Pick<Store, 'states' | 'transaction' | 'transactionSyncedLater' | 'syncLog' | 'health'>;
 
@@ -76,10 +93,11 @@ interface PendingBatch {
  * later, and no write waits longer than `windowMs` plus one commit (docs/architecture.md, "Group
  * commit").
  *
- * A batch hook may refuse states (a full outbox under `reject-new`). Refusing the whole batch
- * would refuse every device's states for the few that did not fit, so then the batch runs again
- * in one transaction with a savepoint per write: a refused write rolls back alone and its caller
- * gets the refusal, the others commit. Only the rare refused batch pays for the savepoints.
+ * A batch hook may refuse states (a full outbox under `reject-new`), and a write may name an asset
+ * or device deleted after it was accepted (SQLite refuses it). Refusing the whole batch would
+ * refuse every device's states for the few that did not fit, so then the batch runs again in one
+ * transaction with a savepoint per write: a refused write rolls back alone and its caller gets the
+ * refusal, the others commit. Only the rare refused batch pays for the savepoints.
  */
 export class StateWriter {
   readonly #store: WriterStore;
@@ -208,7 +226,8 @@ export class StateWriter {
         for (const hook of hooks) hook.withinTransaction(batch.states);
       });
     } catch (err) {
-      if (isServiceError(err) && batch.writes.length > 1) {
+      // A write of an asset or device deleted meanwhile, or refused by a hook: the others still commit.
+      if ((isServiceError(err) && batch.writes.length > 1) || namesDeletedOwner(err)) {
         for (const hook of hooks) hook.afterFailure?.(err, true);
         this.#flushOneByOne(batch, started);
         return;
@@ -271,8 +290,9 @@ export class StateWriter {
             });
           } catch (err) {
             // Anything but a refusal (a full disk, a bug) fails the batch as before.
-            if (!isServiceError(err)) throw err;
-            refused.set(w, err);
+            if (namesDeletedOwner(err)) refused.set(w, deletedOwnerRefusal(w));
+            else if (isServiceError(err)) refused.set(w, err);
+            else throw err;
           }
         }
       });

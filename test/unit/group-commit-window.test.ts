@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StateWriter } from '../../src/ingest/state-writer.js';
 import { openCounterStore } from '../helpers/counter-store.js';
+import type { ServiceError } from '../../src/core/errors.js';
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -13,6 +14,7 @@ function setup() {
   const commits: number[] = [];
   const stored = () => store.states.history(assetId, { limit: 100_000 }).data.length;
   return {
+    store,
     commits,
     state,
     stored,
@@ -75,6 +77,36 @@ test('writes that never stop still commit once per window: no write waits much l
     // Generous margin: the machine may be busy; without the bound one batch would take all 300 ms.
     const longest = Math.max(...waits);
     assert.ok(longest < 200, `a write waited ${longest.toFixed(1)} ms for its commit with a ${windowMs} ms window`);
+  } finally {
+    t.close();
+  }
+});
+
+test('a write whose asset or device was deleted while it waited is refused alone: the rest of its batch commits', async () => {
+  const t = setup();
+  try {
+    const { store } = t;
+    const writer = t.writer(1000);
+    const now = Date.now();
+    // A second device with an asset and a raw uplink of its own, both deleted before the batch commits.
+    const { device: gone } = store.devices.create({ name: 'removed' }, now);
+    const goneAsset = store.assets.create({ deviceId: gone.id, name: 'level', title: null, description: null, is: 'sensor', profile: { type: 'integer' } }, now);
+    const { device: other } = store.devices.create({ name: 'removed too' }, now);
+    const before = writer.write([t.state()]);
+    const stateOfGone = writer.write([{ assetId: goneAsset.id, at: now, valueJson: '7', receivedAt: now }]);
+    const rawOfGone = writer.write([], () => {
+      store.uplinks.record({ deviceId: other.id, at: now, payload: Uint8Array.of(1), port: 1, source: 'mqtt', decoded: true, error: null });
+    });
+    const after = writer.write([t.state()]);
+    assert.equal(store.devices.delete(gone.id), true);
+    assert.equal(store.devices.delete(other.id), true);
+    await before;
+    await after;
+    await assert.rejects(stateOfGone, (err: ServiceError) => err.code === 'ASSET_NOT_FOUND' && /deleted/.test(err.message));
+    await assert.rejects(rawOfGone, (err: ServiceError) => err.code === 'DEVICE_NOT_FOUND' && /deleted/.test(err.message));
+    assert.equal(t.stored(), 2, "the other device's two states are stored");
+    assert.equal(store.states.count(goneAsset.id), 0);
+    assert.equal(store.uplinks.list(other.id, 10).data.length, 0, 'no raw uplink of a deleted device');
   } finally {
     t.close();
   }
