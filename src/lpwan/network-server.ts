@@ -78,6 +78,7 @@ export class NetworkServer {
       refuse: (reason) => refused.inc({ reason }),
       offerUnclaimed: (frame, source, reason) => this.#offerUnclaimed(frame, source, reason),
       serialise: (deviceId, work) => this.#serialise(deviceId, work),
+      hasDownlinkWork: (deviceId) => this.#deviceWork.has(deviceId),
       track: (work) => this.#track(work),
       wakeClassC: (deviceId, reason) => this.#classC.wake(deviceId, reason),
     };

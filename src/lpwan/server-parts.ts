@@ -62,6 +62,8 @@ export interface ServerParts extends ServerFoundation {
   offerUnclaimed(frame: RadioFrame, source: RadioSource, reason: string): void;
   /** Runs `work` after every earlier downlink work of this device (one downlink at a time per device); tracked for shutdown. */
   serialise(deviceId: string, work: () => Promise<void>): void;
+  /** Whether downlink work of this device is running or waiting (`serialise`). */
+  hasDownlinkWork(deviceId: string): boolean;
   /** Tracks asynchronous work (tests and shutdown wait for it). */
   track(work: Promise<void>): void;
   /** A Class C device may have something to send now. */

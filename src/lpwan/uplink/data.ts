@@ -239,9 +239,25 @@ const storeAndAnswer: Step<DataUplinkContext> = {
   name: 'store the payload with the counters, then answer',
   run(ctx) {
     const { parts, device } = ctx;
-    parts.track(storeUplink(ctx).then(() => parts.serialise(device.deviceId, () => answerUplink(ctx))));
+    parts.track(
+      storeUplink(ctx).then(() => {
+        if (answerMayBeDue(ctx)) parts.serialise(device.deviceId, () => answerUplink(ctx));
+      }),
+    );
   },
 };
+
+/**
+ * Whether the answer could send anything, asked once the uplink committed (a command queued
+ * meanwhile still rides it). Most uplinks need none, and skip the answer's chain of promises;
+ * with downlink work of the device running or waiting, the answer queues behind it as always.
+ */
+function answerMayBeDue(ctx: DataUplinkContext): boolean {
+  const { parts, device } = ctx;
+  if (ctx.mustAnswer || ctx.linkAdrDue || device.deviceClass === 'C') return true;
+  if (device.mac.adrPending?.sent === false || parts.queue.openCount(device.deviceId) > 0) return true;
+  return parts.hasDownlinkWork(device.deviceId);
+}
 
 /** The data uplink, step by step (docs/lpwan.md, "How an uplink is handled"). */
 export const DATA_UPLINK_STEPS: readonly Step<DataUplinkContext>[] = [
