@@ -45,8 +45,10 @@ export class NetworkServer {
   readonly #downlinks: Counter;
   /** A handler for frames no LoRaWAN device claims (set by whoever wires raw point-to-point sources). */
   unclaimed: UnclaimedFrameHandler | undefined;
-  /** Asynchronous work in flight (tests and shutdown wait for it). */
-  readonly #inFlight = new Set<Promise<void>>();
+  /** How much asynchronous work is in flight (tests and shutdown wait for it to reach 0). */
+  #inFlight = 0;
+  /** Who waits for `#inFlight` to reach 0. */
+  #settled: Array<() => void> = [];
   /** The tail of each device's downlink work: one downlink at a time per device. */
   readonly #deviceWork = new Map<string, Promise<void>>();
 
@@ -104,8 +106,9 @@ export class NetworkServer {
   }
 
   /** Resolves when every answer started so far has finished. */
-  async settle(): Promise<void> {
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  settle(): Promise<void> {
+    // Work started while waiting is waited for too: the count reaches 0 only when all of it is done.
+    return this.#inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.#settled.push(resolve));
   }
 
   /** A deleted device: where it was heard last and its Class C timer go. */
@@ -121,11 +124,24 @@ export class NetworkServer {
     await this.settle();
   }
 
+  // A count rather than a set of promises: every uplink is tracked, and each promise more per
+  // uplink was measurable on the hot path.
   #track(work: Promise<void>): void {
-    const guarded = work.catch((err: unknown) => this.#parts.logger.error({ err }, 'radio work failed'));
-    this.#inFlight.add(guarded);
-    void guarded.finally(() => this.#inFlight.delete(guarded));
+    this.#inFlight++;
+    work.then(this.#workDone, this.#workFailed);
   }
+
+  readonly #workDone = (): void => {
+    if (--this.#inFlight > 0) return;
+    const waiting = this.#settled;
+    this.#settled = [];
+    for (const resolve of waiting) resolve();
+  };
+
+  readonly #workFailed = (err: unknown): void => {
+    this.#parts.logger.error({ err }, 'radio work failed');
+    this.#workDone();
+  };
 
   #serialise(deviceId: string, work: () => Promise<void>): void {
     const previous = this.#deviceWork.get(deviceId) ?? Promise.resolve();
