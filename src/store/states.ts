@@ -54,6 +54,13 @@ interface WriteStatements {
   held: Statement;
 }
 
+/**
+ * The seqs of states older than `?`, asset by asset through each one's range of `states_by_asset`.
+ * CROSS JOIN keeps the assets the outer loop: a plain join let SQLite scan the whole index instead
+ * (checked in test/unit/store.test.ts).
+ */
+export const AGED_STATES = 'SELECT b.seq FROM assets a CROSS JOIN states_by_asset b ON b.asset_id = a.id AND b.at < ?';
+
 /** History order: newest first, ties to the last received. */
 export const NEWEST_FIRST = 'at DESC, seq DESC';
 
@@ -221,7 +228,7 @@ export class StateStore {
     this.indexWaiting();
     // By age, each asset's range of the index by asset (there is no index by time: it cost every
     // write more than this costs a run, docs/architecture.md, "History index").
-    let removed = this.#db.deleteInChunks('states', 'SELECT b.seq FROM assets a JOIN states_by_asset b ON b.asset_id = a.id AND b.at < ?', [olderThan]);
+    let removed = this.#db.deleteInChunks('states', AGED_STATES, [olderThan]);
     removed += this.#db.statement('DELETE FROM commands WHERE at < ?').run(olderThan).changes;
     const cutoff = this.#db.statement('SELECT at, seq FROM states_by_asset WHERE asset_id = ? ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?');
     const byCount = this.#db.statement('DELETE FROM states WHERE seq IN (SELECT seq FROM states_by_asset WHERE asset_id = ? AND (at < ? OR (at = ? AND seq <= ?)))');

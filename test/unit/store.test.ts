@@ -7,6 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
 import { inspect } from '../helpers/sqlite.js';
 import { Store } from '../../src/store/store.js';
+import { AGED_STATES } from '../../src/store/states.js';
 import { hashToken } from '../../src/core/ids.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-store-'));
@@ -119,6 +120,16 @@ test('retention by age reaches states still waiting for the index and every asse
   assert.equal(store.states.history(assets[1]!.id, { limit: 5 }).data[0]!.valueJson, '2');
   assert.equal(store.states.latest(assets[0]!.id)?.valueJson, '5999', 'the latest state stays when its history is pruned');
   store.close();
+});
+
+test('retention by age reads each asset\'s range of the index, never the whole index', () => {
+  const dir = tempDir();
+  Store.open(dir).close();
+  const db = new BetterSqlite3(join(dir, 'outpost.db'), { readonly: true });
+  const plan = (db.prepare(`EXPLAIN QUERY PLAN ${AGED_STATES} LIMIT 5000`).all(0) as Array<{ detail: string }>).map((r) => r.detail);
+  db.close();
+  assert.ok(plan.some((d) => /SEARCH b USING PRIMARY KEY \(asset_id=\? AND at<\?\)/.test(d)), plan.join('; '));
+  assert.ok(!plan.some((d) => /SCAN b\b/.test(d)), plan.join('; '));
 });
 
 test('raw uplinks past the age limit go in the order received, also after the clock was set back', () => {
