@@ -90,8 +90,8 @@ export interface PackagedDaemon {
   stop(): Promise<number | null>;
 }
 
-export async function startPackagedDaemon(arch: Arch, app: string, dataDir: string, readyTimeoutMs: number): Promise<PackagedDaemon> {
-  const [command, argv] = packagedNode(arch, app, [join(app, 'dist', 'cli', 'main.js'), 'run', '--data', dataDir]);
+export async function startPackagedDaemon(arch: Arch, app: string, dataDir: string, readyTimeoutMs: number, args: string[] = []): Promise<PackagedDaemon> {
+  const [command, argv] = packagedNode(arch, app, [join(app, 'dist', 'cli', 'main.js'), 'run', '--data', dataDir, ...args]);
   const spawnedAt = Date.now();
   const proc = spawn(command, argv, {
     cwd: app,

@@ -2,8 +2,10 @@
 // from the .deb, on its bundled Node.js runtime and its cross-compiled SQLite module, starts, reports
 // ready, stores an HTTP state and a QoS 1 MQTT state, decodes a packet forwarder uplink of an ABP
 // device with a shipped ABCL codec and another with a JavaScript codec (QuickJS, WebAssembly), answers
-// `outpost status`, and stops cleanly; the serial bindings' prebuild for the CPU loads. Start-to-ready and memory are measured (emulated: a real
-// Raspberry Pi is a different machine) and written to test/artifacts/package-qemu-<arch>.json.
+// `outpost status`, and stops cleanly; the serial bindings' prebuild for the CPU loads, and through
+// it the daemon arms a serial modem (an RN2483 simulated on a socat pty) and receives an uplink from
+// it. Start-to-ready and memory are measured (emulated: a real Raspberry Pi is a different machine)
+// and written to test/artifacts/package-qemu-<arch>.json.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { api } from '../helpers/daemon.js';
 import { connectClient } from '../mqtt/helpers.js';
 import { ForwarderSimulator } from '../lpwan/forwarder.js';
 import { uplinkFrame, type DeviceKeys } from '../lpwan/frames.js';
+import { ModemSimulator } from '../lpwan/serial/modem-simulator.js';
 import { packagedCli, packagedNode, ROOT, startPackagedDaemon, targetOf, tool, unpack, type Arch } from './helpers.js';
 
 const hex = (s: string) => Buffer.from(s, 'hex');
@@ -52,6 +55,7 @@ async function proveOn(arch: Arch) {
   const target = targetOf(arch);
   const pkg = unpack(arch);
   const dataDir = mkdtempSync(join(tmpdir(), `outpost-pkg-data-${arch}-`));
+  let modem: ModemSimulator | undefined;
   try {
     // Every binary in the package is for the target CPU.
     for (const binary of ['node/bin/node', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
@@ -67,7 +71,18 @@ async function proveOn(arch: Arch) {
 
     const app = JSON.parse(packagedCli(arch, pkg.app, ['token', 'create', '--name', 'proof', '--scopes', 'read,command,admin', '--json', '--data', dataDir])) as { token: string };
 
-    const daemon = await startPackagedDaemon(arch, pkg.app, dataDir, READY_TIMEOUT_MS);
+    // A serial modem beside the packet forwarder door (lines as docs/lpwan.md, "Serial modems").
+    modem = new ModemSimulator('rn2483');
+    await modem.start();
+    const configFile = join(dataDir, 'outpost.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        version: 1,
+        radio: { serial: [{ path: modem.hostPath, modem: 'rn2483', baudRate: 57600, frequency: 868100000, spreadingFactor: 7, bandwidth: 125, initTimeoutMs: STEP_TIMEOUT_MS }] },
+      }),
+    );
+    const daemon = await startPackagedDaemon(arch, pkg.app, dataDir, READY_TIMEOUT_MS, ['--config', configFile]);
     let stopped = false;
     try {
       const version = await api(daemon.url, 'GET', '/healthz');
@@ -123,6 +138,15 @@ async function proveOn(arch: Arch) {
         fwd.close();
       }
 
+      // Serial I/O through the ARM bindings: the daemon configured the modem and armed it for
+      // reception (its commands came over the pty), and an uplink the modem hears is decoded.
+      const sim = modem;
+      await sim.waitFor(() => sim.receiving, 'the RN2483 armed by the packaged daemon', STEP_TIMEOUT_MS);
+      assert.ok(sim.commandTexts().includes('radio set freq 868100000'), sim.commandTexts().join(' | '));
+      sim.receivePacket(uplinkFrame(ABP, { fCnt: 3, fPort: 2, payload: hex('0900') }));
+      await eventually('the uplink heard by the serial modem', async () => ((await stateOf(daemon.url, app.token, device.id, 'count')) === 9 ? true : undefined));
+      assert.equal(await stateOf(daemon.url, app.token, device.id, 'open'), false);
+
       // The command line reaches the running daemon over its control socket.
       const status = JSON.parse(packagedCli(arch, pkg.app, ['status', '--json', '--data', dataDir])) as { version: string; devices: number; pid: number };
       assert.equal(status.devices, 1);
@@ -155,6 +179,7 @@ async function proveOn(arch: Arch) {
       if (!stopped) await daemon.stop();
     }
   } finally {
+    await modem?.close();
     rmSync(dataDir, { recursive: true, force: true });
     pkg.remove();
   }
