@@ -185,6 +185,6 @@ async function proveOn(arch: Arch) {
   }
 }
 
-test('arm64 package under qemu-aarch64: ready, HTTP and QoS 1 MQTT states, ABCL and JS uplinks, status, clean stop', { timeout: 600_000 }, () => proveOn('arm64'));
+test('arm64 package under qemu-aarch64: ready, HTTP and QoS 1 MQTT states, ABCL and JS uplinks, a serial modem, status, clean stop', { timeout: 600_000 }, () => proveOn('arm64'));
 
-test('armhf package under qemu-arm: ready, HTTP and QoS 1 MQTT states, ABCL and JS uplinks, status, clean stop', { timeout: 600_000 }, () => proveOn('armhf'));
+test('armhf package under qemu-arm: ready, HTTP and QoS 1 MQTT states, ABCL and JS uplinks, a serial modem, status, clean stop', { timeout: 600_000 }, () => proveOn('armhf'));
