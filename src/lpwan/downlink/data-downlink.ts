@@ -83,6 +83,8 @@ export async function sendDataDownlink(parts: ServerParts, device: LiveDevice, s
   // The LinkADRReq rides along only where it leaves the item room.
   const fOpts = withAdr && (!item || fits(item, withAdr.length)) ? withAdr : answers;
   const carriesAdr = fOpts === withAdr;
+  // Nothing to send. An uplink's answer skips this whole call when it can tell beforehand that
+  // none of these can hold (`answerMayBeDue`, src/lpwan/uplink/data.ts): keep the two in step.
   if (!item && !chance.mustAnswer && !carriesAdr) return;
 
   const fCnt = session.fCntDown;

@@ -251,6 +251,8 @@ const storeAndAnswer: Step<DataUplinkContext> = {
  * Whether the answer could send anything, asked once the uplink committed (a command queued
  * meanwhile still rides it). Most uplinks need none, and skip the answer's chain of promises;
  * with downlink work of the device running or waiting, the answer queues behind it as always.
+ * A conservative copy of `sendDataDownlink`'s own "nothing to send" test (an item, an owed answer,
+ * a LinkADRReq) plus the Class C wake of `answerUplink`: whatever makes either send must be here.
  */
 function answerMayBeDue(ctx: DataUplinkContext): boolean {
   const { parts, device } = ctx;
