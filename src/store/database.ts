@@ -51,6 +51,8 @@ export class Database {
    */
   #flushLater = false;
   readonly #walSync: WalSync;
+  /** What to undo in memory if the transaction or savepoint running now rolls back (`onRollback`); null outside one. */
+  #undoOnRollback: Array<() => void> | null = null;
 
   constructor(path: string, options: DatabaseOptions = {}) {
     this.path = path;
@@ -124,11 +126,33 @@ export class Database {
    * or fail together.
    */
   transaction<T>(work: () => T): T {
-    // IMMEDIATE takes the write lock at BEGIN, waiting out the other process's transaction
-    // (busy_timeout). A deferred BEGIN that reads first and writes second fails at once with
-    // SQLITE_BUSY when the daemon committed in between (WAL cannot upgrade a stale snapshot):
-    // `outpost outbox purge` met exactly that while the daemon ingested.
-    return this.#handle.transaction(work).immediate();
+    const enclosing = this.#undoOnRollback;
+    const undo: Array<() => void> = [];
+    this.#undoOnRollback = undo;
+    try {
+      // IMMEDIATE takes the write lock at BEGIN, waiting out the other process's transaction
+      // (busy_timeout). A deferred BEGIN that reads first and writes second fails at once with
+      // SQLITE_BUSY when the daemon committed in between (WAL cannot upgrade a stale snapshot):
+      // `outpost outbox purge` met exactly that while the daemon ingested.
+      const result = this.#handle.transaction(work).immediate();
+      // A savepoint released: the enclosing transaction's rollback still undoes its work.
+      if (enclosing) for (const u of undo) enclosing.push(u);
+      return result;
+    } catch (err) {
+      for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+      throw err;
+    } finally {
+      this.#undoOnRollback = enclosing;
+    }
+  }
+
+  /**
+   * Runs `undo` if the transaction (or savepoint) open now rolls back: for what a writer keeps in
+   * memory beside its rows (the rows waiting for an index filled in rounds). Outside a transaction
+   * there is nothing to undo.
+   */
+  onRollback(undo: () => void): void {
+    this.#undoOnRollback?.push(undo);
   }
 
   /**

@@ -410,6 +410,41 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
       DROP INDEX raw_uplinks_at;
       DROP TRIGGER states_insert_asset;
     `),
+  // The rows waiting for an index filled in rounds are listed in the writer's memory, not in a
+  // table of their own (three fewer rows written per uplink); what other processes and a restart
+  // need is each slice's watermark (docs/architecture.md, "History index"). What waited goes into
+  // the index first; each watermark starts at the table's largest seq.
+  (db) =>
+    db.exec(`
+      INSERT OR IGNORE INTO states_by_asset (asset_id, at, seq) SELECT s.asset_id, s.at, s.seq FROM states_waiting w JOIN states s ON s.seq = w.seq;
+      INSERT OR IGNORE INTO raw_uplinks_by_device (device_id, seq) SELECT u.device_id, u.seq FROM raw_uplinks_waiting w JOIN raw_uplinks u ON u.seq = w.seq;
+      DROP TRIGGER states_delete_index;
+      DROP TRIGGER assets_delete_states;
+      DROP TRIGGER raw_uplinks_delete_index;
+      DROP TRIGGER devices_delete_raw_uplinks;
+      DROP TABLE states_waiting;
+      DROP TABLE raw_uplinks_waiting;
+      CREATE TABLE rounds_watermarks (tbl TEXT NOT NULL, slice INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tbl, slice)) WITHOUT ROWID;
+      WITH RECURSIVE slices(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM slices WHERE n < 16)
+        INSERT INTO rounds_watermarks (tbl, slice, seq)
+          SELECT 'states', n, (SELECT coalesce(max(seq), 0) FROM states) FROM slices
+          UNION ALL SELECT 'raw_uplinks', n, (SELECT coalesce(max(seq), 0) FROM raw_uplinks) FROM slices;
+      CREATE TRIGGER states_delete_index AFTER DELETE ON states BEGIN
+        DELETE FROM states_by_asset WHERE asset_id = old.asset_id AND at = old.at AND seq = old.seq;
+      END;
+      -- The waiting rows are the newest: those above the lowest watermark (deleting an indexed one twice does nothing).
+      CREATE TRIGGER assets_delete_states AFTER DELETE ON assets BEGIN
+        DELETE FROM states WHERE seq IN (SELECT seq FROM states_by_asset WHERE asset_id = old.id);
+        DELETE FROM states WHERE seq > (SELECT min(seq) FROM rounds_watermarks WHERE tbl = 'states') AND asset_id = old.id;
+      END;
+      CREATE TRIGGER raw_uplinks_delete_index AFTER DELETE ON raw_uplinks BEGIN
+        DELETE FROM raw_uplinks_by_device WHERE device_id = old.device_id AND seq = old.seq;
+      END;
+      CREATE TRIGGER devices_delete_raw_uplinks AFTER DELETE ON devices BEGIN
+        DELETE FROM raw_uplinks WHERE seq IN (SELECT seq FROM raw_uplinks_by_device WHERE device_id = old.id);
+        DELETE FROM raw_uplinks WHERE seq > (SELECT min(seq) FROM rounds_watermarks WHERE tbl = 'raw_uplinks') AND device_id = old.id;
+      END;
+    `),
 ];
 
 export function schemaVersion(db: Database): number {

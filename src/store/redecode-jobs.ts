@@ -1,5 +1,5 @@
 import type { Database } from './database.js';
-import { indexRowNow, ownerCount, ownerParameters, ownerRows, type OwnerFilter } from './index-rounds.js';
+import { indexRowNow, ownerCount, ownerParameters, ownerRows, waitingRows, type OwnerFilter } from './index-rounds.js';
 import { NEWEST_FIRST, type StoredState } from './states.js';
 
 export type RedecodeStatus = 'queued' | 'running' | 'done' | 'failed';
@@ -207,8 +207,7 @@ export class RedecodeJobs {
       `SELECT min(at) AS first, max(at) AS last, count(*) AS n FROM (
          SELECT s.at FROM assets a JOIN states_by_asset b ON b.asset_id = a.id JOIN states s ON s.seq = b.seq WHERE a.device_id = @device AND ${lost}
          UNION ALL
-         SELECT s.at FROM states_waiting w JOIN states s ON s.seq = w.seq
-           WHERE s.asset_id IN (SELECT id FROM assets WHERE device_id = @device) AND ${lost})`,
+         SELECT s.at FROM states s WHERE ${waitingRows('states', 's')} AND s.asset_id IN (SELECT id FROM assets WHERE device_id = @device) AND ${lost})`,
     ).get({ device: deviceId, from: from ?? NEVER, to: to ?? FOREVER }) as Row;
     const n = row.n as number;
     return n > 0 ? { from: row.first as number, to: row.last as number, states: n } : null;

@@ -32,7 +32,7 @@ const state = (assetId: string, at: number, value: number): StoredState => ({ as
 function waiting(store: Store, table: 'states' | 'raw_uplinks' = 'states'): number {
   const peek = inspect(store.path);
   try {
-    return peek.prepare(`SELECT count(*) FROM ${table}_waiting`).pluck().get() as number;
+    return peek.prepare(`SELECT count(*) FROM ${table} t JOIN rounds_watermarks w ON w.tbl = '${table}' AND w.slice = t.slice WHERE t.seq > w.seq`).pluck().get() as number;
   } finally {
     peek.close();
   }
@@ -220,7 +220,7 @@ test('a database from before the change keeps every state and raw uplink, and de
   assert.deepEqual(db.prepare('SELECT seq, device_id, at, payload, port, source, decoded, error, codec, declared_format FROM raw_uplinks ORDER BY seq').all(), rawBefore);
   assert.equal(db.prepare('SELECT count(*) FROM states_by_asset').pluck().get(), 50, 'every state it had is in the index');
   assert.equal(db.prepare('SELECT count(*) FROM raw_uplinks_by_device').pluck().get(), 20, 'every raw uplink it had is in the index');
-  assert.equal(db.prepare('SELECT count(*) FROM states_waiting').pluck().get(), 0);
+  assert.equal(db.prepare("SELECT count(*) FROM rounds_watermarks WHERE tbl = 'states' AND seq = 50").pluck().get(), 16, 'every slice starts above every state it had');
   assert.deepEqual(db.pragma('foreign_key_check'), []);
   db.prepare("DELETE FROM assets WHERE id = 'x'").run();
   assert.deepEqual(db.prepare('SELECT DISTINCT asset_id FROM states').pluck().all(), ['y']);
@@ -252,6 +252,96 @@ test('rows still waiting under the flag of the release before (schema 13) are in
     assert.deepEqual(wholeHistory(store, 'x', 3), ['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
     assert.equal(store.states.count('x'), 10);
     assert.deepEqual(store.uplinks.list('d', 10).data.map((u) => u.at), [5, 4, 3, 2, 1, 0]);
+  } finally {
+    store.close();
+  }
+});
+
+test('rows listed in memory are still read, and indexed, after the process stops without a round (a crash)', () => {
+  const { store, assets, device } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  store.states.write([state(id, 1, 1)]);
+  store.states.write([state(id, 2, 2), state(id, 3, 3)]);
+  store.uplinks.record({ deviceId: device.id, at: 1, payload: Buffer.from([1]), port: 1, source: 'test', decoded: true, error: null });
+  assert.ok(waiting(store) >= 2);
+  const dir = dirname(store.path);
+  // No close: what the daemon's lists held is gone, as after kill -9.
+  const next = Store.open(dir);
+  assert.deepEqual(wholeHistory(next, id, 2), ['3', '2', '1'], 'readers find them above the watermarks');
+  assert.equal(next.states.count(id), 3);
+  assert.deepEqual(next.uplinks.list(device.id, 10).data.map((u) => u.at), [1]);
+  // The first write of the new run indexes what the run before left.
+  next.states.write([state(id, 4, 4)]);
+  assert.equal(waiting(next), 1, 'only the new state waits');
+  next.states.indexWaiting();
+  assert.equal(waiting(next), 0);
+  assert.deepEqual(wholeHistory(next, id, 10), ['4', '3', '2', '1']);
+  assert.equal(next.states.count(id), 4);
+  next.close();
+  store.close();
+});
+
+test('a round rolled back with its transaction leaves its rows waiting, to be indexed by the next one', () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  store.states.write([state(id, 1, 1), state(id, 2, 2)]);
+  assert.equal(waiting(store), 2);
+  assert.throws(() =>
+    store.transaction(() => {
+      store.states.indexWaiting(); // takes the lists
+      store.states.write([state(id, 3, 3)]);
+      throw new Error('the commit fails');
+    }),
+  );
+  assert.equal(waiting(store), 2, 'the round went back with the transaction');
+  assert.deepEqual(wholeHistory(store, id, 10), ['2', '1']);
+  store.states.indexWaiting();
+  assert.equal(waiting(store), 0, 'the lists came back: the next round indexed them');
+  assert.deepEqual(wholeHistory(store, id, 10), ['2', '1']);
+  assert.equal(store.states.count(id), 2, 'each once');
+  store.close();
+});
+
+test('a seq SQLite hands out again after the newest rows were deleted is indexed at once, and read once', () => {
+  const { store, assets } = storeWithAssets(['t']);
+  const id = assets[0]!.id;
+  const other = store.devices.create({ name: 'other' }, 0).device;
+  const gone = store.assets.create({ deviceId: other.id, name: 'g', is: 'sensor', profile: { type: 'integer' }, title: null, description: null }, 0).id;
+  store.states.write([state(id, 1, 1), state(gone, 1, 10), state(gone, 2, 20)]);
+  store.states.indexWaiting(); // every watermark at the largest seq (3)
+  store.devices.delete(other.id); // the two newest states go: the next seq is 2 again
+  store.states.write([state(id, 2, 2)]);
+  assert.equal(waiting(store), 0, 'below the watermark: not waiting, in the index');
+  assert.deepEqual(wholeHistory(store, id, 10), ['2', '1']);
+  assert.equal(store.states.count(id), 2);
+  const reopened = Store.open(dirname(store.path));
+  assert.deepEqual(wholeHistory(reopened, id, 10), ['2', '1']);
+  reopened.close();
+  store.close();
+});
+
+test('rows waiting in the lists of schema 15 are in the index after the upgrade', () => {
+  const dir = tempDir();
+  const old = new BetterSqlite3(join(dir, 'outpost.db'));
+  old.pragma('foreign_keys = ON');
+  const LISTS = 15;
+  for (const step of MIGRATIONS.slice(0, LISTS)) step(old);
+  old.pragma(`user_version = ${LISTS}`);
+  old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
+  old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES ('x', 'd', 'x', 'sensor', '{}', 0, 0)").run();
+  for (let i = 0; i < 6; i++) {
+    const seq = old.prepare('INSERT INTO states (asset_id, at, value, received_at, slice) VALUES (?, ?, ?, ?, ?)').run('x', i, String(i), i, i < 3 ? null : sliceOf('x')).lastInsertRowid;
+    if (i < 3) old.prepare('INSERT INTO states_by_asset VALUES (?, ?, ?)').run('x', i, seq);
+    else old.prepare('INSERT INTO states_waiting VALUES (?, ?)').run(sliceOf('x'), seq);
+  }
+  old.close();
+  const store = Store.open(dir);
+  try {
+    assert.equal(waiting(store), 0);
+    assert.deepEqual(wholeHistory(store, 'x', 4), ['5', '4', '3', '2', '1', '0']);
+    assert.equal(store.states.count('x'), 6);
+    assert.ok(store.assets.delete('x'));
+    assert.equal(store.states.count(), 0, "the asset's states went, whichever part they were in");
   } finally {
     store.close();
   }
