@@ -41,21 +41,15 @@ export type DurableStage = (states: StoredState[]) => Promise<void>;
 export const DEFAULT_COMMIT_WINDOW_MS = 5;
 
 /**
- * SQLite refused a row naming an asset or device that no longer exists (the foreign key of
- * latest_states, the raw uplinks' trigger): deleted after the write was accepted, while it waited
- * for the commit.
+ * SQLite refused a state naming an asset that no longer exists (the foreign key of latest_states):
+ * deleted after the write was accepted, while it waited for the commit. (A raw uplink of a deleted
+ * device is refused by its store with DEVICE_NOT_FOUND.)
  */
-function namesDeletedOwner(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === 'SQLITE_CONSTRAINT_TRIGGER';
+function namesDeletedAsset(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
-/** The refusal of a write whose asset or device was deleted while it waited. */
-function deletedOwnerRefusal(write: Write): ServiceError {
-  return write.states.length > 0
-    ? new ServiceError('ASSET_NOT_FOUND', 'the asset was deleted before its state was stored')
-    : new ServiceError('DEVICE_NOT_FOUND', 'the device was deleted before its uplink was stored');
-}
+const DELETED_ASSET = 'the asset was deleted before its state was stored';
 
 /** What the writer needs of the store. */
 type WriterStore = Pick<Store, 'states' | 'transaction' | 'transactionSyncedLater' | 'syncLog' | 'health'>;
@@ -227,7 +221,7 @@ export class StateWriter {
       });
     } catch (err) {
       // A write of an asset or device deleted meanwhile, or refused by a hook: the others still commit.
-      if ((isServiceError(err) && batch.writes.length > 1) || namesDeletedOwner(err)) {
+      if ((isServiceError(err) && batch.writes.length > 1) || namesDeletedAsset(err)) {
         for (const hook of hooks) hook.afterFailure?.(err, true);
         this.#flushOneByOne(batch, started);
         return;
@@ -290,7 +284,7 @@ export class StateWriter {
             });
           } catch (err) {
             // Anything but a refusal (a full disk, a bug) fails the batch as before.
-            if (namesDeletedOwner(err)) refused.set(w, deletedOwnerRefusal(w));
+            if (namesDeletedAsset(err)) refused.set(w, new ServiceError('ASSET_NOT_FOUND', DELETED_ASSET));
             else if (isServiceError(err)) refused.set(w, err);
             else throw err;
           }

@@ -413,9 +413,11 @@ export const MIGRATIONS: ReadonlyArray<(db: Database) => void> = [
   // The rows waiting for an index filled in rounds are listed in the writer's memory, not in a
   // table of their own (three fewer rows written per uplink); what other processes and a restart
   // need is each slice's watermark (docs/architecture.md, "History index"). What waited goes into
-  // the index first; each watermark starts at the table's largest seq.
+  // the index first; each watermark starts at the table's largest seq. The raw uplinks' device is
+  // checked by their one writer (src/store/uplinks.ts), in the same transaction, not by a trigger.
   (db) =>
     db.exec(`
+      DROP TRIGGER raw_uplinks_insert_device;
       INSERT OR IGNORE INTO states_by_asset (asset_id, at, seq) SELECT s.asset_id, s.at, s.seq FROM states_waiting w JOIN states s ON s.seq = w.seq;
       INSERT OR IGNORE INTO raw_uplinks_by_device (device_id, seq) SELECT u.device_id, u.seq FROM raw_uplinks_waiting w JOIN raw_uplinks u ON u.seq = w.seq;
       DROP TRIGGER states_delete_index;
