@@ -141,11 +141,14 @@ function roundsSql(table: RoundsTable) {
   // OR IGNORE: a statement of many rows that could fail halfway on a constraint makes SQLite copy
   // every page it changes to a statement journal first; no row can be there twice (seq is unique).
   const into = `INSERT OR IGNORE INTO ${byOwner} (${key}) SELECT ${fromRow} FROM ${table} t`;
+  // In the index's order: each insert lands beside the one before instead of anywhere in the index
+  // (store microbenchmark: ~1 µs an uplink less than in the order written).
+  const inOrder = `ORDER BY ${fromRow}`;
   return {
     /** The listed rows (a JSON array of seqs) of one slice (`@slice`), or of every slice (NULL). */
-    listed: `${into} WHERE t.seq IN (SELECT value FROM json_each(@seqs)) AND t.slice = coalesce(@slice, t.slice)`,
+    listed: `${into} WHERE t.seq IN (SELECT value FROM json_each(@seqs)) AND t.slice = coalesce(@slice, t.slice) ${inOrder}`,
     /** Every row written with a slice above the lowest watermark (what an earlier run left). */
-    above: `${into} WHERE t.seq > (SELECT min(seq) FROM rounds_watermarks WHERE tbl = '${table}') AND t.slice IS NOT NULL`,
+    above: `${into} WHERE t.seq > (SELECT min(seq) FROM rounds_watermarks WHERE tbl = '${table}') AND t.slice IS NOT NULL ${inOrder}`,
     /** A reused seq (see `waits`): into the index, out of its slice. */
     reused: `${into} WHERE t.seq = ?`,
     unslice: `UPDATE ${table} SET slice = NULL WHERE seq = ?`,
