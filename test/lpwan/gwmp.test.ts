@@ -35,6 +35,22 @@ const until = async (check: () => boolean, ms = 5000) => {
   }
 };
 
+test('a bind address given by name is resolved, and replies still go to the sender', async () => {
+  const metrics = new MetricsRegistry();
+  const door = new GwmpDoor({ port: 0, host: 'localhost', clock: systemClock, logger: createLogger('silent'), metrics });
+  await door.start();
+  const sock = createSocket('udp4');
+  try {
+    await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+    const ack = new Promise<Buffer>((resolve) => sock.once('message', resolve));
+    sock.send(hex('027b0002 0102030405060708'), door.port, '127.0.0.1');
+    assert.deepEqual(await ack, hex('027b0004'), 'PULL_ACK with the token');
+  } finally {
+    sock.close();
+    await door.stop();
+  }
+});
+
 test('protocol vectors parse as documented', () => {
   const push = parseDatagram(hex('027b00000102030405060708 7b7d'));
   assert.ok(push.ok && push.datagram.type === 'push-data' && push.datagram.gatewayEui === '0102030405060708');

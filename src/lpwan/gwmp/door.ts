@@ -1,5 +1,7 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
+import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
+import { isIPv4 } from 'node:net';
 import type { Clock } from '../../core/time.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Counter, MetricsRegistry } from '../../ops/metrics.js';
@@ -7,6 +9,17 @@ import type { GatewayState } from './gateways.js';
 import { transmitInOrder, type RadioCapabilities, type RadioFrame, type RadioSource, type RadioSourceHealth, type RadioTransmission, type TransmitResult, type TransmitWindow } from '../radio.js';
 import { ackFor, DEFAULT_MAX_DATAGRAM_BYTES, PacketType, parseDatagram, pullResp, type Datagram } from './protocol.js';
 import { GatewayTable } from './gateways.js';
+
+/**
+ * The socket's name lookup: an IPv4 address is its own answer, at once. Every reply (a PUSH_ACK
+ * per datagram) goes to the address the datagram came from, and Node's default sends each one
+ * through `dns.lookup` and a tick of its own first (~0.7 µs a send measured here). Names (a bind
+ * address in the configuration) still go to the resolver.
+ */
+function addressLookup(hostname: string, options: LookupOneOptions | number, callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void): void {
+  if (isIPv4(hostname)) callback(null, hostname, 4);
+  else dnsLookup(hostname, typeof options === 'number' ? { family: options } : options, callback);
+}
 
 /** What the door keeps with a frame so a downlink can answer it through the same gateway. */
 export interface GwmpReplyTo {
@@ -124,7 +137,7 @@ export class GwmpDoor implements RadioSource {
   start(): Promise<void> {
     // Several forwarders flushing at once arrive as a burst; the kernel's default receive buffer
     // (about 200 KB) drops datagrams before the loop reads them, so ask for more (capped by the OS).
-    const socket = createSocket({ type: 'udp4', recvBufferSize: 4 * 1024 * 1024 });
+    const socket = createSocket({ type: 'udp4', recvBufferSize: 4 * 1024 * 1024, lookup: addressLookup });
     this.#socket = socket;
     socket.on('message', (msg, rinfo) => {
       try {
