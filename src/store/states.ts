@@ -48,6 +48,8 @@ type Row = Record<string, unknown>;
 interface WriteStatements {
   /** A state outside the history index by asset (under its asset's slice), indexed by a later round (src/store/index-rounds.ts). */
   insertUnindexed: Statement;
+  /** `ROWS_PER_INSERT` of them in one statement. */
+  insertGroup: Statement;
   /** A state straight into the index (batches that must see every state already held). */
   insertIndexed: Statement;
   latest: Statement;
@@ -60,6 +62,12 @@ interface WriteStatements {
  * (checked in test/unit/store.test.ts).
  */
 export const AGED_STATES = 'SELECT b.seq FROM assets a CROSS JOIN states_by_asset b ON b.asset_id = a.id AND b.at < ?';
+
+/**
+ * States a batch writes per INSERT statement: store microbenchmark, ~0.3 µs a row less than one
+ * statement each. Few enough that the group's pages (the table's end) stay few.
+ */
+const ROWS_PER_INSERT = 16;
 
 /** History order: newest first, ties to the last received. */
 export const NEWEST_FIRST = 'at DESC, seq DESC';
@@ -83,6 +91,7 @@ export class StateStore {
     const columns = 'asset_id, at, value, received_at, uplink_seq, codec';
     return (this.#write ??= {
       insertUnindexed: this.#db.statement(`INSERT INTO states (${columns}, slice) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+      insertGroup: this.#db.statement(`INSERT INTO states (${columns}, slice) VALUES ${Array(ROWS_PER_INSERT).fill('(?, ?, ?, ?, ?, ?, ?)').join(', ')}`),
       insertIndexed: this.#db.statement(`INSERT INTO states (${columns}) VALUES (?, ?, ?, ?, ?, ?)`),
       // Ties on `at` go to the last received, hence >=.
       latest: this.#db.statement(
@@ -101,7 +110,7 @@ export class StateStore {
    */
   write(states: readonly StoredState[]): void {
     if (states.length === 0) return;
-    const { insertUnindexed, insertIndexed, latest, held } = this.#writeStatements();
+    const { insertUnindexed, insertGroup, insertIndexed, latest, held } = this.#writeStatements();
     // States re-sent by a gateway are compared with every state held, so their batch indexes first.
     const compares = states.some((s) => s.dedupe);
     const now = performance.now();
@@ -111,7 +120,32 @@ export class StateStore {
       else this.#rounds.beforeWrite(now);
       // One latest-state upsert per asset and batch, not per row: a burst on one asset is one upsert.
       const newest = new Map<string, { seq: number | bigint; at: number; valueJson: string }>();
-      for (const s of states) {
+      const wrote = (s: StoredState, seq: number | bigint) => {
+        const best = newest.get(s.assetId);
+        if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
+      };
+      let i = 0;
+      if (!compares) {
+        // Whole groups of rows in one statement (a call and a statement run less per row). SQLite
+        // gives each row the largest seq plus one, so a group's seqs are the last one's and those before.
+        for (; i + ROWS_PER_INSERT <= states.length; i += ROWS_PER_INSERT) {
+          const values: unknown[] = [];
+          const slices: number[] = [];
+          for (let j = i; j < i + ROWS_PER_INSERT; j++) {
+            const s = states[j]!;
+            const slice = sliceOf(s.assetId);
+            slices.push(slice);
+            values.push(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null, slice);
+          }
+          const first = Number(insertGroup.run(values).lastInsertRowid) - ROWS_PER_INSERT + 1;
+          for (let j = 0; j < ROWS_PER_INSERT; j++) {
+            this.#rounds.waits(slices[j]!, first + j);
+            wrote(states[i + j]!, first + j);
+          }
+        }
+      }
+      for (; i < states.length; i++) {
+        const s = states[i]!;
         if (s.dedupe && held.get(s.assetId, s.at, s.valueJson) !== undefined) {
           s.duplicate = true;
           continue;
@@ -125,8 +159,7 @@ export class StateStore {
           seq = insertUnindexed.run(s.assetId, s.at, s.valueJson, s.receivedAt, s.uplinkSeq ?? null, s.codec ?? null, slice).lastInsertRowid;
           this.#rounds.waits(slice, seq);
         }
-        const best = newest.get(s.assetId);
-        if (!best || s.at >= best.at) newest.set(s.assetId, { seq, at: s.at, valueJson: s.valueJson });
+        wrote(s, seq);
       }
       for (const [assetId, n] of newest) latest.run(assetId, n.seq, n.at, n.valueJson);
     });

@@ -348,3 +348,30 @@ test('rows waiting in the lists of schema 15 are in the index after the upgrade'
     store.close();
   }
 });
+
+test('a batch larger than one INSERT group: every state is read back, under its own seq, and the latest is the newest', () => {
+  const { store, assets } = storeWithAssets(['a', 'b', 'c']);
+  const ids = assets.map((x) => x.id);
+  // 40 states: two groups of 16 in one statement each, then 8 one by one; each asset's times out of order.
+  const batch = Array.from({ length: 40 }, (_, i) => state(ids[i % 3]!, 1000 + ((i * 7) % 40), i));
+  store.states.write(batch);
+  const expected = (id: string) =>
+    batch
+      .filter((s) => s.assetId === id)
+      .sort((x, y) => y.at - x.at)
+      .map((s) => s.valueJson);
+  for (const id of ids) {
+    assert.deepEqual(wholeHistory(store, id, 5), expected(id), 'waiting');
+    assert.deepEqual(store.states.latest(id)?.valueJson, expected(id)[0]);
+  }
+  assert.equal(waiting(store), 40);
+  store.states.indexWaiting();
+  assert.equal(waiting(store), 0);
+  for (const id of ids) assert.deepEqual(wholeHistory(store, id, 5), expected(id), 'indexed');
+  // Each value under the seq its row has: the index joins rows by seq.
+  const peek = inspect(store.path);
+  const mismatched = peek.prepare('SELECT count(*) FROM states_by_asset b JOIN states s ON s.seq = b.seq WHERE s.asset_id != b.asset_id OR s.at != b.at').pluck().get();
+  peek.close();
+  assert.equal(mismatched, 0);
+  store.close();
+});
