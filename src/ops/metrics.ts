@@ -20,12 +20,34 @@ export class Counter implements Series {
   readonly #values = new Map<string, number>();
   /** The Prometheus text of label sets seen before, by their names and values joined: the hot paths count a few sets over and over (one per uplink). */
   readonly #texts = new Map<string, string>();
+  /** The same for label sets of one label, by its name, then its value. */
+  readonly #singleTexts = new Map<string, Map<string, string>>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
 
   inc(labels: Labels = {}, by = 1): void {
+    let single: string | undefined;
+    let count = 0;
+    for (const name in labels) {
+      single = name;
+      if (++count > 1) break;
+    }
+    if (count === 1) {
+      // One label (most counters): found by its name and value, strings the callers mostly hold as
+      // constants, without joining them into a new string first (~150 ns a call otherwise).
+      let byValue = this.#singleTexts.get(single!);
+      if (!byValue) this.#singleTexts.set(single!, (byValue = new Map()));
+      const value = labels[single!]!;
+      let key = byValue.get(value);
+      if (key === undefined) {
+        key = labelText(labels);
+        if (byValue.size < MAX_REMEMBERED_LABEL_SETS) byValue.set(value, key);
+      }
+      this.incKey(key, by);
+      return;
+    }
     let id = '';
     for (const name in labels) id += `${name}\0${labels[name]}\0`;
     let key = this.#texts.get(id);
