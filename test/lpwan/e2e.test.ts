@@ -2,53 +2,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Encoder } from 'cbor-x';
-import { api, cliJson, provision, removeDir, startDaemon, type RunningDaemon } from '../helpers/daemon.js';
-import { connectClient, type TestClient } from '../mqtt/helpers.js';
+import { api, cliJson, provision } from '../helpers/daemon.js';
+import { discardRig, killAndRestart, startRig, type Rig } from './daemon-rig.js';
 import { ForwarderSimulator } from './forwarder.js';
 import { acceptJoin, joinRequest, readDownlink, uplinkFrame, type DeviceKeys } from './frames.js';
 
 const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true });
 const hex = (s: string) => Buffer.from(s, 'hex');
-const ASSETS = [
-  { name: 'temperature', is: 'sensor', profile: { type: 'number' } },
-  { name: 'led', is: 'actuator', profile: { type: 'boolean' } },
-];
 const ABP: DeviceKeys = { devAddr: '26011234', nwkSKey: hex('44024241ed4ce9a68c6a8bc055233fd3'), appSKey: hex('ec925802ae430ca77fd3dd73cb2cc588') };
 
-interface Rig {
-  daemon: RunningDaemon;
-  app: string;
-  deviceId: string;
-  fwd: ForwarderSimulator;
-  mqtt: TestClient;
-  events: () => Array<Record<string, any>>;
+/** The shared rig (./daemon-rig.ts), its MQTT client also on the device's feeds. */
+async function withFeeds(r: Rig): Promise<Rig> {
+  await r.mqtt.client.subscribeAsync([`device/${r.deviceId}/asset/+/feed`], { qos: 1 });
+  return r;
 }
 
-async function rig(daemon?: RunningDaemon, existing?: { deviceId: string; app: string }): Promise<Rig> {
-  daemon ??= await startDaemon();
-  let deviceId: string;
-  let app: string;
-  if (existing) ({ deviceId, app } = existing);
-  else {
-    const p = provision(daemon.dataDir, ASSETS);
-    deviceId = p.device.id;
-    app = p.app.token;
-  }
-  const fwd = new ForwarderSimulator('b827ebfffe000001');
-  await fwd.connect(daemon.gwmpPort);
-  await fwd.pull();
-  const mqtt = await connectClient(daemon.mqttPort, app);
-  await mqtt.client.subscribeAsync([`device/${deviceId}/asset/+/feed`, `device/${deviceId}/events`], { qos: 1 });
-  const events = () => mqtt.received.filter((m) => m.topic.endsWith('/events')).map((m) => JSON.parse(m.text));
-  return { daemon, app, deviceId, fwd, mqtt, events };
-}
-
-async function teardown(r: Rig, keep = false) {
-  await r.mqtt.end();
-  r.fwd.close();
-  await r.daemon.stop();
-  if (!keep) removeDir(r.daemon.dataDir);
-}
+const rig = async () => withFeeds(await startRig());
 
 const feedOf = (r: Rig, asset: string, value: unknown) => r.mqtt.waitFor((m) => m.topic.endsWith(`/${asset}/feed`) && JSON.stringify(JSON.parse(m.text).value) === JSON.stringify(value), 8000);
 const eventOf = (r: Rig, pred: (e: Record<string, any>) => boolean) =>
@@ -132,7 +101,7 @@ test('ABP: uplink → feed, a command leaves as an encrypted PULL_RESP at tmst +
     assert.match(metrics.text, /outpost_lpwan_refused_total\{reason="fcnt-replay"\} 1/);
     assert.match(metrics.text, /outpost_lpwan_refused_total\{reason="mic"\} 1/);
   } finally {
-    await teardown(r);
+    await r.close();
   }
 });
 
@@ -140,8 +109,8 @@ test('OTAA: join request → join accept at tmst + 5 s; the first uplink on the 
   const r = await rig();
   try {
     const appKey = hex('000102030405060708090a0b0c0d0e0f');
-    cliJson(['device', 'lorawan', r.deviceId, 'otaa', '--deveui', '0004A30B001F2A3C', '--joineui', '70B3D57ED0000010', '--appkey', appKey.toString('hex')], r.daemon.dataDir);
-    const shown = cliJson<Record<string, unknown>>(['device', 'lorawan', r.deviceId, 'show'], r.daemon.dataDir);
+    cliJson(['device', 'lorawan', r.deviceId, 'otaa', '--deveui', '0004A30B001F2A3C', '--joineui', '70B3D57ED0000010', '--appkey', appKey.toString('hex')], r.dataDir);
+    const shown = cliJson<Record<string, unknown>>(['device', 'lorawan', r.deviceId, 'show'], r.dataDir);
     assert.equal(shown.joined, false);
     assert.equal(shown.appKey, undefined);
     // The daemon notices the CLI's change on its own.
@@ -169,7 +138,7 @@ test('OTAA: join request → join accept at tmst + 5 s; the first uplink on the 
     assert.equal(settings.body.devAddr, session.devAddr);
     assert.equal(settings.body.fCntUp, 1);
   } finally {
-    await teardown(r);
+    await r.close();
   }
 });
 
@@ -199,7 +168,7 @@ test('the same uplink from two forwarders is stored once and answered through th
     assert.equal(noReplay.length, 0);
   } finally {
     second.close();
-    await teardown(r);
+    await r.close();
   }
 });
 
@@ -218,11 +187,7 @@ test('frame counters survive kill -9: a replay after the restart is refused', as
     await first.fwd.push([{ payload: uplinkFrame(ABP, { fCnt: 5, fPort: 2, payload: Buffer.from(cbor.encode({ temperature: 5 })) }) }]);
     await first.fwd.waitFor((d) => d[3] === 0x03);
     await feedOf(first, 'temperature', 5);
-    await first.mqtt.end();
-    first.fwd.close();
-    await first.daemon.stop('SIGKILL');
-    const daemon = await startDaemon({ dataDir: first.daemon.dataDir });
-    second = await rig(daemon, { deviceId, app });
+    second = await withFeeds(await killAndRestart(first));
     await second.fwd.push([{ payload: uplinkFrame(ABP, { fCnt: 5, fPort: 2, payload: Buffer.from(cbor.encode({ temperature: 55 })) }) }]);
     const refused = await eventOf(second, (e) => e.type === 'uplink_refused');
     assert.equal(refused.reason, 'fcnt-replay');
@@ -239,14 +204,8 @@ test('frame counters survive kill -9: a replay after the restart is refused', as
     const history = await api(second.daemon.url, 'GET', `/device/${deviceId}/asset/temperature/states`, { token: app });
     assert.deepEqual(history.body.data.map((s: { value: number }) => s.value), [6, 5, 4, 3, 2, 1, 0]);
   } finally {
-    if (second) await teardown(second);
-    else {
-      // Failed before the kill: the first daemon is still running and must not outlive the test.
-      await first.mqtt.end().catch(() => {});
-      first.fwd.close();
-      await first.daemon.stop('SIGKILL');
-      removeDir(first.daemon.dataDir);
-    }
+    // Failed before the kill: the first daemon is still running and must not outlive the test.
+    await (second ? second.close() : discardRig(first));
   }
 });
 
@@ -265,11 +224,11 @@ test('provisioning: validation names the field, DevEUIs are unique, DELETE remov
     const ok = await api(r.daemon.url, 'PUT', url, { token: r.app, json: { Activation: 'otaa', DevEUI: '0004a30b001f2a3c', JoinEUI: '70B3D57ED0000010', AppKey: '00'.repeat(16), usedDevNonces: [1, 2] } });
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.body.devEui, '0004A30B001F2A3C');
-    const other = provision(r.daemon.dataDir, []);
+    const other = provision(r.dataDir, []);
     const dup = await api(r.daemon.url, 'PUT', `/device/${other.device.id}/lorawan`, { token: r.app, json: { activation: 'otaa', devEui: '0004A30B001F2A3C', joinEui: '70B3D57ED0000010', appKey: '00'.repeat(16) } });
     assert.equal(dup.status, 400);
     assert.equal(dup.body.code, 'DEVEUI_EXISTS');
-    const readOnly = cliJson<{ token: string }>(['token', 'create', '--name', 'reader', '--scopes', 'read'], r.daemon.dataDir);
+    const readOnly = cliJson<{ token: string }>(['token', 'create', '--name', 'reader', '--scopes', 'read'], r.dataDir);
     assert.equal((await api(r.daemon.url, 'GET', url, { token: readOnly.token })).status, 403);
     assert.equal((await api(r.daemon.url, 'DELETE', url, { token: r.app })).status, 204);
     assert.equal((await api(r.daemon.url, 'GET', url, { token: r.app })).status, 404);
@@ -277,6 +236,6 @@ test('provisioning: validation names the field, DevEUIs are unique, DELETE remov
     const cmd = await api(r.daemon.url, 'PUT', `/device/${r.deviceId}/asset/led/command`, { token: r.app, json: { value: true } });
     assert.equal(cmd.body.delivered.lpwan, 'none');
   } finally {
-    await teardown(r);
+    await r.close();
   }
 });
