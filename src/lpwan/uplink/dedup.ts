@@ -128,7 +128,21 @@ export class UplinkDeduplicator {
     });
     let receivedAt = best.frame.receivedAt;
     for (const c of copies) if (c.frame.receivedAt < receivedAt) receivedAt = c.frame.receivedAt;
-    const frame = { ...best.frame, receivedAt, heardBy };
+    // One literal with every field, not `{ ...best.frame, … }`: a spread copy got a hidden class of
+    // its own, and every later read of the frame's fields missed V8's inline caches.
+    const f = best.frame;
+    const frame: RadioFrame = {
+      payload: f.payload,
+      receivedAt,
+      source: f.source,
+      frequency: f.frequency,
+      dataRate: f.dataRate,
+      rssi: f.rssi,
+      snr: f.snr,
+      gatewayTime: f.gatewayTime,
+      heardBy,
+      replyTo: f.replyTo,
+    };
     this.#emit({ frame, source: best.source, answer: !answer || answer === best ? { frame, source: best.source } : answer });
   }
 
