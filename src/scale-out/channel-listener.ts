@@ -14,6 +14,8 @@ export class ChannelListener {
   #client: pg.Client | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The connection attempt in progress, if any: one at a time, and `stop` waits for it. */
+  #attempt: Promise<void> | undefined;
 
   constructor(options: { url: string; channel: string; onNotify: (payload: string) => void; logger: Logger; what: string }) {
     this.#o = options;
@@ -21,14 +23,24 @@ export class ChannelListener {
 
   /** Listens now if it can; either way keeps trying while the connection is missing. */
   async start(): Promise<void> {
-    await this.#listen();
-    this.#timer = setInterval(() => void (this.#client ? undefined : this.#listen()), RELISTEN_MS).unref();
+    await this.#tryListen();
+    this.#timer = setInterval(() => void (this.#client ? undefined : this.#tryListen()), RELISTEN_MS).unref();
   }
 
+  /**
+   * Waits for an attempt in progress before closing: a connection it opened after `stop` would
+   * otherwise stay open, and its socket alone kept a stopped daemon's process from exiting.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
+    await this.#attempt;
     await this.#client?.end().catch(() => {});
+  }
+
+  #tryListen(): Promise<void> {
+    this.#attempt ??= this.#listen().finally(() => (this.#attempt = undefined));
+    return this.#attempt;
   }
 
   async #listen(): Promise<void> {
@@ -47,6 +59,10 @@ export class ChannelListener {
     try {
       await client.connect();
       await client.query(`LISTEN ${this.#o.channel}`);
+      if (this.#stopped) {
+        await client.end().catch(() => {});
+        return;
+      }
       this.#client = client;
     } catch (err) {
       this.#o.logger.debug({ err: (err as Error).message, channel: this.#o.channel }, 'postgres LISTEN failed; retried');
