@@ -93,6 +93,9 @@ export function awaitReady(proc: ChildProcess, what: string, timeoutMs: number, 
   return { logs, exited, ready };
 }
 
+/** How long `stop` waits for the daemon to exit before it kills it and fails. */
+const STOP_TIMEOUT_MS = 30_000;
+
 export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
   const dataDir = options.dataDir ?? tempDataDir();
   const proc = spawn(process.execPath, [options.program ?? CLI, 'run', '--data', dataDir, ...(options.args ?? [])], {
@@ -115,7 +118,16 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     exited,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-      return exited;
+      // A daemon that does not exit would hang the whole test run without a word (systemd stops
+      // waiting too: TimeoutStopSec). It fails the test instead, with what the daemon said last.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS)));
+      const outcome = await Promise.race([exited, late]);
+      clearTimeout(timer);
+      if (outcome !== 'late') return outcome;
+      proc.kill('SIGKILL');
+      await exited;
+      throw new Error(`daemon did not exit within ${STOP_TIMEOUT_MS / 1000} s of ${signal}; its last log lines:\n${logs.slice(-40).join('\n')}`);
     },
   };
 }
