@@ -20,6 +20,15 @@ const tempDir = () => mkdtempSync(join(tmpdir(), 'outpost-history-index-'));
 /** The schema version before the indexes filled in rounds (the two migrations after it rebuild states and raw_uplinks; the third makes the indexes tables of their own). */
 const BEFORE_ROUNDS = 11;
 
+/** A database file at `path` with the schema an older release left (its migrations up to `version`), foreign keys on. */
+function databaseAtSchema(path: string, version: number): BetterSqlite3.Database {
+  const db = new BetterSqlite3(path);
+  db.pragma('foreign_keys = ON');
+  for (const step of MIGRATIONS.slice(0, version)) step(db);
+  db.pragma(`user_version = ${version}`);
+  return db;
+}
+
 function storeWithAssets(names: string[]) {
   const store = Store.open(tempDir());
   const { device } = store.devices.create({ name: 'd' }, 0);
@@ -200,11 +209,8 @@ test('a state of an asset that does not exist is refused, as the foreign key did
 test('a database from before the change keeps every state and raw uplink, and deletions still reach them', () => {
   const dir = tempDir();
   const path = join(dir, 'old.db');
-  const old = new BetterSqlite3(path);
-  old.pragma('foreign_keys = ON');
   // The schema as the release before these migrations left it.
-  for (const step of MIGRATIONS.slice(0, BEFORE_ROUNDS)) step(old);
-  old.pragma(`user_version = ${BEFORE_ROUNDS}`);
+  const old = databaseAtSchema(path, BEFORE_ROUNDS);
   old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0), ('e', 'e', 0, 0)").run();
   for (const a of ['x', 'y']) old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES (?, 'd', ?, 'sensor', '{}', 0, 0)").run(a, a);
   const insert = old.prepare('INSERT INTO states (asset_id, at, value, received_at, uplink_seq, codec) VALUES (?, ?, ?, ?, ?, ?)');
@@ -235,11 +241,8 @@ test('a database from before the change keeps every state and raw uplink, and de
 test('rows still waiting under the flag of the release before (schema 13) are in the index after the upgrade', () => {
   const dir = tempDir();
   const path = join(dir, 'outpost.db');
-  const old = new BetterSqlite3(path);
-  old.pragma('foreign_keys = ON');
   const FLAGGED = 13;
-  for (const step of MIGRATIONS.slice(0, FLAGGED)) step(old);
-  old.pragma(`user_version = ${FLAGGED}`);
+  const old = databaseAtSchema(path, FLAGGED);
   old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
   old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES ('x', 'd', 'x', 'sensor', '{}', 0, 0)").run();
   // Half of them indexed, half waiting (that release's daemon stopped between two rounds).
@@ -324,11 +327,8 @@ test('a seq SQLite hands out again after the newest rows were deleted is indexed
 
 test('rows waiting in the lists of schema 15 are in the index after the upgrade', () => {
   const dir = tempDir();
-  const old = new BetterSqlite3(join(dir, 'outpost.db'));
-  old.pragma('foreign_keys = ON');
   const LISTS = 15;
-  for (const step of MIGRATIONS.slice(0, LISTS)) step(old);
-  old.pragma(`user_version = ${LISTS}`);
+  const old = databaseAtSchema(join(dir, 'outpost.db'), LISTS);
   old.prepare("INSERT INTO devices (id, name, created_on, updated_on) VALUES ('d', 'd', 0, 0)").run();
   old.prepare("INSERT INTO assets (id, device_id, name, kind, profile, created_on, updated_on) VALUES ('x', 'd', 'x', 'sensor', '{}', 0, 0)").run();
   for (let i = 0; i < 6; i++) {
