@@ -30,8 +30,10 @@ export interface LoadConnection {
   username: string | null;
   /** Topics it publishes to, in turn; none for a subscriber only. */
   topics: string[];
-  /** Filters it subscribes to (QoS 1) before the run. */
+  /** Filters it subscribes to before the run. */
   subscriptions?: string[];
+  /** The QoS it asks for them: 1 unless said. */
+  subscriptionQos?: 0 | 1;
 }
 
 export interface LoadResult {
@@ -91,6 +93,7 @@ class Connection {
   connacked = false;
 
   readonly subscriptions: string[];
+  readonly subscriptionQos: 0 | 1;
 
   constructor(
     readonly gen: Generator,
@@ -98,9 +101,11 @@ class Connection {
     username: string | null,
     topics: string[],
     subscriptions: string[] = [],
+    subscriptionQos: 0 | 1 = 1,
   ) {
     const job = gen.job;
     this.subscriptions = subscriptions;
+    this.subscriptionQos = subscriptionQos;
     this.templates = [];
     // 64 distinct values per topic, cycled: every message is validated and stored on its own.
     for (let v = 0; v < 64; v++) for (const topic of topics) this.templates.push(publishTemplate(topic, `{"value":${20 + v / 4}}`, job.qos));
@@ -184,7 +189,7 @@ class Connection {
       if (type === 2) {
         if (buf[i + 1] !== 0) this.gen.fail(`CONNACK ${buf[i + 1]}`);
         this.connacked = true;
-        if (this.subscriptions.length > 0) this.socket.write(subscribePacket(1, this.subscriptions, 1));
+        if (this.subscriptions.length > 0) this.socket.write(subscribePacket(1, this.subscriptions, this.subscriptionQos));
         else this.gen.onConnack();
       } else if (type === 9) {
         for (let g = i + 2; g < i + len; g++) if (buf[g]! > 1) this.gen.fail(`subscription refused: ${buf.subarray(i, i + len).toString('hex')}`);
@@ -255,7 +260,7 @@ class Generator {
   }
 
   open(): void {
-    this.job.connections.forEach((c, i) => this.connections.push(new Connection(this, i, c.username, c.topics, c.subscriptions)));
+    this.job.connections.forEach((c, i) => this.connections.push(new Connection(this, i, c.username, c.topics, c.subscriptions, c.subscriptionQos)));
   }
 
   async run(): Promise<void> {
