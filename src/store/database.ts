@@ -17,8 +17,12 @@ export interface DatabaseOptions {
   checkIntegrity?: boolean;
 }
 
-/** Pages the write-ahead log may hold before a commit checkpoints it into the file (SQLite's default: 1 000). */
-export const WAL_AUTOCHECKPOINT_PAGES = 4000;
+/**
+ * Pages the write-ahead log may hold before a commit checkpoints it into the file: SQLite's default
+ * while commits are small, four times as many while they come in a burst (docs/architecture.md,
+ * "Group commit": a checkpoint's stall grows with the log, its cost per page shrinks).
+ */
+export const WAL_CHECKPOINT_PAGES = { steady: 1000, burst: 4000 } as const;
 
 /** The database file is damaged; the message says what to do. */
 export class StoreCorruptError extends Error {
@@ -50,6 +54,8 @@ export class Database {
    * journal under NORMAL would risk more than the last commits; those commits keep waiting for the disk).
    */
   #flushLater = false;
+  /** The log's checkpoint threshold now (checkpointForBurst). */
+  #checkpointPages: number = WAL_CHECKPOINT_PAGES.steady;
   readonly #walSync: WalSync;
   /** What to undo in memory if the transaction or savepoint running now rolls back (`onRollback`); null outside one. */
   #undoOnRollback: Array<() => void> | null = null;
@@ -84,12 +90,7 @@ export class Database {
     // NORMAL in WAL mode survives a killed process; FULL (the default) also survives power loss, at
     // one fsync per group commit: measured to keep well over half the ingest rate (README, Benchmarks).
     db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
-    // A checkpoint copies every page the log holds into the file and (FULL) fsyncs it, inside the
-    // commit that crosses the threshold. SQLite's default (1 000 pages, ~4 MB) came every few
-    // group commits under a burst of uplinks, each copying pages the next commits dirtied again;
-    // 4 000 pages (~16 MB of log) measured 15 % less CPU per uplink on the SQLite part
-    // (docs/architecture.md, "Group commit").
-    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    db.pragma(`wal_autocheckpoint = ${this.#checkpointPages}`);
     db.pragma('foreign_keys = ON');
     // A cap on the database file keeps a small SD card from filling up: writes over it are refused
     // (503, Retry-After) instead of taking the whole system down with a full disk.
@@ -164,6 +165,23 @@ export class Database {
    */
   atomically<T>(work: () => T): T {
     return this.#handle.inTransaction ? work() : this.transaction(work);
+  }
+
+  /**
+   * Sets the log's checkpoint threshold for the commits that follow (the group commit calls it
+   * before each one). A checkpoint copies every page the log holds into the file and flushes the
+   * file, inside the commit that crosses the threshold, on the event loop. Under a burst SQLite's
+   * 1 000 pages (~4 MB) came every few commits, each copying pages the next commits dirtied again:
+   * 4 000 pages measured 15 % less CPU per uplink on the SQLite part. Between bursts the larger
+   * log only made each checkpoint's stall four times as long, and it is what a state waits for
+   * when it arrives during one (docs/architecture.md, "Group commit").
+   */
+  checkpointForBurst(burst: boolean): void {
+    const pages = burst ? WAL_CHECKPOINT_PAGES.burst : WAL_CHECKPOINT_PAGES.steady;
+    if (pages === this.#checkpointPages) return;
+    // A pragma that sets this returns the new value: `get`, not `run`.
+    this.statement(`PRAGMA wal_autocheckpoint = ${pages}`).get();
+    this.#checkpointPages = pages;
   }
 
   /**

@@ -103,6 +103,11 @@ export class Store {
     return this.#db.transactionSyncedLater(work);
   }
 
+  /** Whether the commits now come in a burst: the log then grows larger before a checkpoint (Database.checkpointForBurst). */
+  checkpointForBurst(burst: boolean): void {
+    this.#db.checkpointForBurst(burst);
+  }
+
   /** Settles once every commit so far is on the disk. */
   syncLog(): Promise<void> {
     return this.#db.syncLog();
