@@ -337,10 +337,11 @@ export async function benchLpwan(): Promise<BenchRow[]> {
       const cold = await throughput(r, 5_000, 400);
       await throughputUnwatched(quiet, 5_000, 400);
       // The anchor runs in a daemon of its own while this one waits, idle.
-      // The issue's anchor is the MQTT ingest row: nobody subscribed, so its states are never
-      // published to a feed at all (service-publisher.ts), while each uplink here is delivered once
-      // to the feed subscriber that counts it. The watched anchor delivers each state once too: the
-      // like-for-like comparison (docs/lpwan.md, "What an uplink costs").
+      // The anchor is the MQTT ingest row: nobody subscribed, so its states are never published to
+      // a feed at all (src/doors/mqtt/service-publisher.ts), while each uplink here is delivered
+      // once, to the feed subscriber that counts it. The watched anchor delivers each state once,
+      // and the unwatched uplinks none: the two like-for-like comparisons (docs/lpwan.md, "What an
+      // uplink costs").
       type Anchor = Awaited<ReturnType<typeof mqttAnchor>>;
       const runs: Array<{ anchor: Anchor; watched: Anchor; t: Awaited<ReturnType<typeof throughput>>; unwatched: Awaited<ReturnType<typeof throughputUnwatched>> }> = [];
       const uplinks = Number(process.env.BENCH_LPWAN_UPLINKS ?? 30_000);
