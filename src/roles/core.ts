@@ -150,7 +150,7 @@ export class Core {
   /** The periodic jobs: history pruning, rate-limiter sweeps, noticing the CLI's changes. */
   startJobs(): void {
     const { config, clock } = this;
-    this.#timers.push(setInterval(() => this.#pruner.run(), config.store.pruneIntervalSeconds * 1000).unref());
+    this.#timers.push(setInterval(() => this.#pruner.start(), config.store.pruneIntervalSeconds * 1000).unref());
     this.#timers.push(setInterval(() => this.rateLimiter.sweep(clock.now()), 60_000).unref());
     // Notices CLI changes (revoked tokens) even when no request arrives to trigger the check.
     this.#timers.push(setInterval(() => this.catalog.syncWithDisk(), 250).unref());
@@ -159,6 +159,7 @@ export class Core {
   stopJobs(): void {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    this.#pruner.stop();
   }
 
   /** After the doors stopped: redecode jobs pause, the last states commit, the store closes, the lock goes. */
