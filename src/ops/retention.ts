@@ -22,7 +22,7 @@ export const PRUNE_PAUSE_MS = 40;
  * Trimming an asset at its limit steps through its N newest index entries (~0.3 ms at the default
  * 10 000), so 2 000 busy assets would hold the event loop ~0.65 s in one go every run, long
  * enough to miss a LoRaWAN receive window. The periodic run (`start`) therefore works in slices of
- * PRUNE_SLICE_MS with PRUNE_PAUSE_MS between them; `run` does everything at once.
+ * PRUNE_SLICE_MS with PRUNE_PAUSE_MS between them.
  */
 export class HistoryPruner {
   readonly #touched = new Set<string>();
@@ -54,15 +54,9 @@ export class HistoryPruner {
     pipeline.on('state', (event) => this.#touched.add(event.asset.id));
   }
 
-  /** One whole run at once: the age limits, then every touched asset. Returns how many rows went. */
-  run(): number {
-    this.#takeTouched();
-    return this.#attempt(() => this.#pruneAged() + this.#trimDue(Infinity));
-  }
-
   /**
    * Starts a run in slices, unless one is still going: the age limits and as many touched assets as
-   * fit in PRUNE_SLICE_MS, then the rest PRUNE_PAUSE_MS later, and so on. Returns the first slice's count.
+   * fit in a slice, then the rest a pause later, and so on. Returns how many rows the first slice removed.
    */
   start(): number {
     if (this.#nextSlice) return 0;
