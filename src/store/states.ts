@@ -251,9 +251,10 @@ export class StateStore {
   }
 
   /**
-   * Retention (docs/configuration.md): drops states and commands older than `olderThan` and, for
-   * the given assets, all but the newest `keepPerAsset` states. Runs in the background in small
-   * transactions so writers are never held long.
+   * Retention (docs/configuration.md) in one go: drops states and commands older than `olderThan`
+   * and, for the given assets, all but the newest `keepPerAsset` states, in small transactions so
+   * writers are never held long. The daemon's pruner runs the same two parts with the assets spread
+   * over slices (src/ops/retention.ts).
    */
   prune(olderThan: number, assetIds: Iterable<string>, keepPerAsset: number): number {
     let removed = this.pruneAged(olderThan);
