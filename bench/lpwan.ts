@@ -157,12 +157,15 @@ async function feedWatcher(r: Rig, from = 0, to = Number.MAX_SAFE_INTEGER) {
   return { arrivals, close: () => client.endAsync(true) };
 }
 
-/** Group commits the daemon made so far (its outpost_store_commit_seconds histogram's count). */
-async function commitsSoFar(r: Rig): Promise<number> {
+/** A counter of the daemon's /metrics, summed over its labels; NaN when the daemon has no such series. */
+async function metricTotal(r: Rig, name: string): Promise<number> {
   const text = (await api(r.daemon.url, 'GET', '/metrics', { token: r.app })).text;
-  const m = /^outpost_store_commit_seconds_count(?:\{[^}]*\})? (\d+)/m.exec(text);
-  return m ? Number(m[1]) : NaN;
+  const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'gm'))].map((m) => Number(m[1]));
+  return values.length > 0 ? values.reduce((a, b) => a + b, 0) : NaN;
 }
+
+/** Group commits the daemon made so far (its outpost_store_commit_seconds histogram's count). */
+const commitsSoFar = (r: Rig) => metricTotal(r, 'outpost_store_commit_seconds_count');
 
 /** `total` uplinks with `window` in flight, counted by their feed messages; the uplinks' values start at `offset`. */
 export async function throughput(r: Rig, total: number, window: number, offset = 0) {
@@ -205,11 +208,8 @@ export async function throughput(r: Rig, total: number, window: number, offset =
   };
 }
 
-/** States the daemon committed so far (outpost_states_ingested_total). */
-async function statesSoFar(r: Rig): Promise<number> {
-  const text = (await api(r.daemon.url, 'GET', '/metrics', { token: r.app })).text;
-  return [...text.matchAll(/^outpost_states_ingested_total(?:\{[^}]*\})? (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
-}
+/** States the daemon committed so far (counted once they are on the disk). */
+const statesSoFar = (r: Rig) => metricTotal(r, 'outpost_states_ingested_total');
 
 /**
  * The same uplinks as `throughput` with nobody subscribed, so no feed message is sent at all, as for
